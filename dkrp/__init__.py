@@ -1,0 +1,27 @@
+"""dkrp: distributed kernelized random projections and random features on Dask.
+
+A random feature map turns each row x into z(x) so that linear models on z
+approximate kernel models. dkrp's maps are defined by a seed and a few
+parameters (a JSON spec), so every Dask worker regenerates the same hyperplanes
+and featurizes its partition independently.
+"""
+
+__version__ = "0.1.0"
+
+from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
+from .features import (  # noqa: E402
+    ExplicitPolynomialProjection,
+    PolynomialRandomProjection,
+    RandomFourierFeatures,
+)
+
+__all__ = [
+    "BaseProjector",
+    "ExplicitPolynomialProjection",
+    "PolynomialRandomProjection",
+    "RandomFourierFeatures",
+    "SpecError",
+    "from_spec",
+    "load",
+    "__version__",
+]

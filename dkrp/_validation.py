@@ -1,0 +1,107 @@
+"""Input and parameter checks, and the wording of their error messages.
+
+Messages follow scikit-learn (``Input X contains NaN.``, ``X has 63 features, but
+... is expecting 64 features as input.``) and add the offending row, and, in the
+distributed path, the partition.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "check_finite_rows",
+    "check_integer",
+    "check_real",
+    "check_choice",
+    "first_nonfinite_row",
+]
+
+
+def first_nonfinite_row(X):
+    """Return ``(row, kind)`` of the first NaN/inf entry of ``X``, or ``None``.
+
+    ``kind`` is ``"NaN"`` or ``"infinity"``.
+    """
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if values.dtype.kind not in "fc" or values.size == 0:
+        return None
+    if np.isfinite(values).all():  # fast path: one pass, no allocation of indices
+        return None
+    if sp.issparse(X):
+        X = X.tocsr()
+        bad = ~np.isfinite(X.data)
+        pos = int(np.flatnonzero(bad)[0])
+        row = int(np.searchsorted(X.indptr, pos, side="right") - 1)
+        kind = "NaN" if np.isnan(X.data[pos]) else "infinity"
+        return row, kind
+    bad_rows = ~np.isfinite(values).all(axis=tuple(range(1, values.ndim)))
+    row = int(np.flatnonzero(bad_rows)[0])
+    kind = "NaN" if np.isnan(values[row]).any() else "infinity"
+    return row, kind
+
+
+def check_finite_rows(X, *, name="X", row_offset=0, partition=None):
+    """Raise a ValueError naming the first row with NaN or infinity.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix
+    name : str
+        Name of the input in the message.
+    row_offset : int
+        Added to the local row to report the global row.
+    partition : int or None
+        Partition (dask block) index, named in the message when given.
+    """
+    found = first_nonfinite_row(X)
+    if found is None:
+        return
+    row, kind = found
+    where = f"row {row_offset + row}"
+    if partition is not None:
+        where = f"partition {partition}, local row {row}, global row {row_offset + row}"
+    if kind == "NaN":
+        msg = f"Input {name} contains NaN (at {where})."
+    else:
+        msg = (
+            f"Input {name} contains infinity or a value too large for "
+            f"{np.asarray(X.data if sp.issparse(X) else X).dtype!r} (at {where})."
+        )
+    raise ValueError(msg)
+
+
+def check_integer(name, value, *, minimum=None, maximum=None):
+    """Check that ``value`` is an integer (not bool) within bounds; return it as int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
+    return value
+
+
+def check_real(name, value, *, minimum=None, maximum=None, include_min=True):
+    """Check that ``value`` is a finite real number within bounds; return it as float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}.")
+    value = float(value)
+    if minimum is not None and (value < minimum or (not include_min and value == minimum)):
+        op = ">=" if include_min else ">"
+        raise ValueError(f"{name} must be {op} {minimum}, got {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
+    return value
+
+
+def check_choice(name, value, choices):
+    """Check that ``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {options}; got {value!r}.")
+    return value

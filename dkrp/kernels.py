@@ -1,0 +1,120 @@
+r"""Exact kernels, named the same way everywhere in dkrp.
+
+==========================  ==========================================  ===============
+name                        :math:`K(x, y)`                             parameters
+==========================  ==========================================  ===============
+``"homogeneous_polynomial"``  :math:`\langle x, y\rangle^g`               ``degree``
+``"polynomial"``            :math:`(\gamma\langle x, y\rangle + c_0)^g`   ``degree``, ``gamma``, ``coef0``
+``"gaussian"``              :math:`\exp(-\gamma\|x - y\|_2^2)`            ``gamma``
+``"laplacian"``             :math:`\exp(-\gamma\|x - y\|_1)`              ``gamma``
+==========================  ==========================================  ===============
+
+Gram matrices are computed in row blocks so large inputs need bounded memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics import pairwise
+
+from ._validation import check_choice, check_integer, check_real
+
+__all__ = ["KERNELS", "kernel_matrix", "kernel_diagonal", "check_kernel_params"]
+
+KERNELS = ("homogeneous_polynomial", "polynomial", "gaussian", "laplacian")
+
+_DEFAULTS = {
+    "homogeneous_polynomial": {"degree": 2},
+    "polynomial": {"degree": 2, "gamma": None, "coef0": 1.0},
+    "gaussian": {"gamma": None},
+    "laplacian": {"gamma": None},
+}
+
+
+def check_kernel_params(kernel, n_features=None, **params):
+    """Validate a kernel name and its parameters; return the resolved parameters.
+
+    ``gamma=None`` means ``1 / n_features`` (scikit-learn's default). Unknown
+    parameters are refused rather than ignored.
+    """
+    check_choice("kernel", kernel, KERNELS)
+    allowed = _DEFAULTS[kernel]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"Kernel {kernel!r} takes parameters {sorted(allowed)}; got unexpected {unknown}."
+        )
+    resolved = {**allowed, **{k: v for k, v in params.items()}}
+    if "degree" in resolved:
+        check_integer("degree", resolved["degree"], minimum=1)
+    if "gamma" in resolved:
+        if resolved["gamma"] is None:
+            if n_features is None:
+                raise ValueError(f"gamma is required for kernel {kernel!r}.")
+            resolved["gamma"] = 1.0 / n_features
+        check_real("gamma", resolved["gamma"], minimum=0.0, include_min=False)
+    if "coef0" in resolved:
+        check_real("coef0", resolved["coef0"])
+    return resolved
+
+
+def _block(X, Y, kernel, p):
+    if kernel == "homogeneous_polynomial":
+        G = X @ Y.T
+        G = G.toarray() if sp.issparse(G) else np.asarray(G)
+        return G ** p["degree"]
+    if kernel == "polynomial":
+        return pairwise.polynomial_kernel(X, Y, degree=p["degree"], gamma=p["gamma"], coef0=p["coef0"])
+    if kernel == "gaussian":
+        return pairwise.rbf_kernel(X, Y, gamma=p["gamma"])
+    return pairwise.laplacian_kernel(X, Y, gamma=p["gamma"])
+
+
+def kernel_matrix(X, Y=None, *, kernel="homogeneous_polynomial", block_size=2048, **params):
+    """Exact Gram matrix ``K[i, j] = K(X[i], Y[j])`` in float64.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n, d)
+    Y : array-like or sparse matrix of shape (m, d), default=None (``Y = X``)
+    kernel : str
+        One of :data:`KERNELS`.
+    block_size : int
+        Rows of ``X`` per block.
+    **params
+        ``degree``, ``gamma``, ``coef0`` as the kernel takes them.
+
+    Returns
+    -------
+    K : ndarray of shape (n, m)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 2.0], [0.0, 1.0]])
+    >>> kernel_matrix(X, kernel="homogeneous_polynomial", degree=2)
+    array([[25.,  4.],
+           [ 4.,  1.]])
+    """
+    X = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    Y = X if Y is None else (Y.astype(np.float64) if sp.issparse(Y) else np.asarray(Y, dtype=np.float64))
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError(f"X and Y must have the same number of features. {X.shape[1]} != {Y.shape[1]}")
+    p = check_kernel_params(kernel, X.shape[1], **params)
+    out = np.empty((X.shape[0], Y.shape[0]))
+    for start in range(0, X.shape[0], block_size):
+        out[start : start + block_size] = _block(X[start : start + block_size], Y, kernel, p)
+    return out
+
+
+def kernel_diagonal(X, *, kernel="homogeneous_polynomial", **params):
+    """``K(x_i, x_i)`` for every row, without forming the Gram matrix."""
+    X = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    p = check_kernel_params(kernel, X.shape[1], **params)
+    if kernel in ("gaussian", "laplacian"):
+        return np.ones(X.shape[0])
+    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    if kernel == "homogeneous_polynomial":
+        return sq ** p["degree"]
+    return (p["gamma"] * sq + p["coef0"]) ** p["degree"]
