@@ -1,0 +1,106 @@
+"""The ``--method`` switch: one name per feature map, shared by the CLI and pipelines.
+
+Each entry names the projector class (imported lazily, so optional baselines cost
+nothing until used) and how generic options map onto its parameters.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+__all__ = ["METHODS", "MethodInfo", "make_projector", "method_names"]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """Where a method's class lives and which generic options it takes."""
+
+    target: str  # "module:ClassName"
+    summary: str
+    options: tuple = ()  # generic option names the class accepts (degree, gamma, ...)
+    aliases: dict = field(default_factory=dict)  # generic option -> class parameter
+
+    def load(self):
+        module, name = self.target.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+METHODS = {
+    "krp": MethodInfo(
+        "dkrp.features.polynomial:PolynomialRandomProjection",
+        "Kernelized Random Projection, homogeneous polynomial kernel (López-Sánchez 2018)",
+        ("degree", "n_components", "n_hyperplanes", "n_terms", "distribution", "density",
+         "random_state"),
+    ),
+    "explicit": MethodInfo(
+        "dkrp.features.polynomial:ExplicitPolynomialProjection",
+        "explicit φ(x) + random projection (reference; O(d^g) per row)",
+        ("degree", "n_components", "distribution", "density", "random_state"),
+    ),
+    "rff": MethodInfo(
+        "dkrp.features.fourier:RandomFourierFeatures",
+        "random Fourier features, Gaussian or Laplacian kernel (Rahimi & Recht 2007)",
+        ("kernel", "gamma", "n_components", "feature_map", "random_state"),
+    ),
+    "nystroem": MethodInfo(
+        "dkrp.baselines.nystroem:Nystroem",
+        "Nyström with uniformly sampled landmarks (Williams & Seeger 2001)",
+        ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
+    ),
+    "kg-rp": MethodInfo(
+        "dkrp.baselines.kulis_grauman:KulisGraumanRP",
+        "Kulis–Grauman kernelized random projection with sampled landmarks",
+        ("kernel", "degree", "gamma", "coef0", "n_components", "n_landmarks", "n_terms",
+         "random_state"),
+        {"n_hyperplanes": "n_landmarks"},
+    ),
+    "prp": MethodInfo(
+        "dkrp.features.independent:IndependentPolynomialProjection",
+        "P-RP-style projection with fresh hyperplanes per product term",
+        ("degree", "n_components", "n_terms", "distribution", "density", "random_state"),
+    ),
+    "maclaurin": MethodInfo(
+        "dkrp.features.maclaurin:RandomMaclaurin",
+        "Random Maclaurin features for dot-product kernels (Kar & Karnick 2012)",
+        ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
+    ),
+    "tensorsketch": MethodInfo(
+        "dkrp.features.tensorsketch:TensorSketch",
+        "TensorSketch for polynomial kernels (Pham & Pagh 2013)",
+        ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
+    ),
+    "pca": MethodInfo(
+        "dkrp.baselines.pca:PCAProjector",
+        "PCA (dask-ml) for the PCA-then-kernel-SVM comparison",
+        ("n_components", "random_state"),
+    ),
+}
+
+
+def method_names():
+    """Names accepted by ``--method``."""
+    return sorted(METHODS)
+
+
+def make_projector(method, **options):
+    """Build the projector of ``method`` from generic options.
+
+    Options the method does not take are dropped when they are ``None`` and refused
+    otherwise, so a stray ``--gamma`` for ``krp`` is an error, not silently ignored.
+    """
+    if method not in METHODS:
+        raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(method_names())}.")
+    info = METHODS[method]
+    params = {}
+    for name, value in options.items():
+        target = info.aliases.get(name, name)
+        if target in info.options:
+            if value is not None:
+                params[target] = value
+        elif value is not None:
+            raise ValueError(
+                f"Method {method!r} does not take option {name!r}; it takes "
+                f"{', '.join(info.options)}."
+            )
+    return info.load()(**params)
