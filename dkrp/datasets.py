@@ -1,0 +1,323 @@
+"""Loaders for the benchmark datasets, local files first.
+
+This module owns where dkrp looks for the public benchmark data (``DKRP_DATA_DIR``, default
+``../shared/data``), the expected file names inside that folder, and the in-memory loaders
+(MNIST, Fashion-MNIST, covertype, w8a, a9a, scikit-learn's digits) with the preprocessing the
+KRP paper uses. Nothing is downloaded unless a loader is called with ``download=True``; a missing
+file raises :class:`DatasetNotFoundError`, which says which file is expected where.
+
+Expected layout of the data folder (as in ``shared/data/README.md``)::
+
+    mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
+    fashion-mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
+    covtype/kaggle_forest_cover_train.csv
+    w8a/w8a.bz2
+    a9a/a9a.bz2, a9a/a9a.t.bz2
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "DatasetNotFoundError",
+    "data_dir",
+    "dataset_path",
+    "load_a9a",
+    "load_covtype",
+    "load_digits_scaled",
+    "load_fashion_mnist",
+    "load_mnist",
+    "load_w8a",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable naming the data folder.
+DATA_DIR_ENV = "DKRP_DATA_DIR"
+#: Default data folder, relative to the current working directory.
+DEFAULT_DATA_DIR = "../shared/data"
+
+_IDX_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+# name -> kind -> files relative to the data folder
+_FILES: dict[str, dict[str, tuple[str, ...]]] = {
+    "mnist": {k: tuple(f"mnist/{f}" for f in v) for k, v in _IDX_FILES.items()},
+    "fashion-mnist": {k: tuple(f"fashion-mnist/{f}" for f in v) for k, v in _IDX_FILES.items()},
+    "covtype": {"train": ("covtype/kaggle_forest_cover_train.csv",)},
+    "w8a": {"train": ("w8a/w8a.bz2",)},
+    "a9a": {"train": ("a9a/a9a.bz2",), "test": ("a9a/a9a.t.bz2",)},
+}
+_SCALES = ("[-1,1)", "[-1,1]", "[0,1]", None)
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """A dataset file is not where dkrp looks for it (and downloading was not allowed)."""
+
+
+def data_dir() -> Path:
+    """The folder holding the benchmark data.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$DKRP_DATA_DIR`` when set. Otherwise the first existing of ``../shared/data``
+        relative to the current directory and ``shared/data`` next to the repository root;
+        if neither exists, the first (so error messages point at the default).
+    """
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser().absolute()
+    candidates = [
+        (Path.cwd() / DEFAULT_DATA_DIR).resolve(),
+        (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve(),
+    ]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return candidates[0]
+
+
+def dataset_path(name: str, kind: str = "train") -> tuple[Path, ...]:
+    """Expected local file(s) of a dataset.
+
+    Parameters
+    ----------
+    name : {"mnist", "fashion-mnist", "covtype", "w8a", "a9a"}
+        Dataset name.
+    kind : {"train", "test"}, default="train"
+        Split. MNIST-style datasets return (images, labels).
+
+    Returns
+    -------
+    tuple of pathlib.Path
+        Absolute paths under :func:`data_dir`; they may not exist.
+
+    Examples
+    --------
+    >>> [p.name for p in dataset_path("mnist", "test")]
+    ['t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz']
+    """
+    key = name.lower().replace("_", "-")
+    if key not in _FILES:
+        raise ValueError(f"Unknown dataset {name!r}; known: {sorted(_FILES)}")
+    if kind not in _FILES[key]:
+        raise ValueError(
+            f"Dataset {name!r} has no {kind!r} split; available: {sorted(_FILES[key])}"
+        )
+    root = data_dir()
+    return tuple(root / rel for rel in _FILES[key][kind])
+
+
+def _require(name: str, kind: str) -> tuple[Path, ...]:
+    paths = dataset_path(name, kind)
+    for path in paths:
+        if not path.is_file():
+            raise DatasetNotFoundError(
+                f"{name} ({kind}) not found: expected file {path.name!r} in directory "
+                f"{str(path.parent)!r}. Put the file there, or set {DATA_DIR_ENV} to the folder "
+                f"that contains {path.parent.name + '/'!r} (now {str(data_dir())!r})."
+            )
+    return paths
+
+
+def _read_idx(path: Path, expected_magic: int) -> np.ndarray:
+    """Read an IDX file (gzip-compressed): big-endian header, then unsigned bytes."""
+    with gzip.open(path, "rb") as handle:
+        raw = handle.read()
+    magic = int.from_bytes(raw[:4], "big")
+    if magic != expected_magic:
+        raise ValueError(f"{path}: IDX magic number {magic}, expected {expected_magic}")
+    ndim = magic & 0xFF
+    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
+    offset = 4 + 4 * ndim
+    data = np.frombuffer(raw, dtype=np.uint8, offset=offset)
+    if data.size != int(np.prod(dims)):
+        raise ValueError(f"{path}: expected {int(np.prod(dims))} values for shape {dims}, "
+                         f"found {data.size}")
+    return data.reshape(dims)
+
+
+def _load_idx_pair(name: str, kind: str, scale):
+    if kind not in ("train", "test"):
+        raise ValueError(f"kind must be 'train' or 'test', got {kind!r}")
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+    images_path, labels_path = _require(name, kind)
+    images = _read_idx(images_path, 2051)
+    labels = _read_idx(labels_path, 2049)
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"{images_path} has {images.shape[0]} images but {labels_path} has "
+            f"{labels.shape[0]} labels"
+        )
+    X = images.reshape(images.shape[0], -1).astype(np.float64)
+    if scale in ("[-1,1)", "[-1,1]"):
+        X = X / 127.5 - 1.0  # KRP paper's MNIST preprocessing; pixel 255 maps to exactly 1.0
+    elif scale == "[0,1]":
+        X = X / 255.0
+    return X, labels.astype(np.int64)
+
+
+def load_mnist(kind: str = "train", scale: str | None = "[-1,1)"):
+    """MNIST from the local IDX ``.gz`` files.
+
+    Parameters
+    ----------
+    kind : {"train", "test"}, default="train"
+        60,000 training or 10,000 test images.
+    scale : {"[-1,1)", "[0,1]", None}, default="[-1,1)"
+        ``"[-1,1)"``: ``x / 127.5 - 1``, the KRP paper's preprocessing (the paper's name for
+        the range; pixel 255 gives exactly 1.0, so values lie in [-1, 1]). ``"[0,1]"``:
+        ``x / 255``. None: raw grey levels 0..255 as float64.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 784), float64
+    y : ndarray of shape (n_samples,), int64
+        Digits 0..9.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        A file is missing; the message names it and its directory.
+    """
+    return _load_idx_pair("mnist", kind, scale)
+
+
+def load_fashion_mnist(kind: str = "train", scale: str | None = "[-1,1)"):
+    """Fashion-MNIST from the local IDX ``.gz`` files; same interface as :func:`load_mnist`.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 784), float64
+    y : ndarray of shape (n_samples,), int64
+        Classes 0..9.
+    """
+    return _load_idx_pair("fashion-mnist", kind, scale)
+
+
+def load_covtype(path=None, *, download: bool = False):
+    """Forest covertype: the local Kaggle CSV (15,120 class-balanced rows), else scikit-learn's.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        CSV with a header, an ``Id`` column, 54 features and ``Cover_Type``; default
+        ``covtype/kaggle_forest_cover_train.csv`` in :func:`data_dir`.
+    download : bool, default=False
+        When the CSV is absent, let :func:`sklearn.datasets.fetch_covtype` download the full
+        581,012-row UCI data. Without it, only scikit-learn's local cache is tried.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 54), float64
+    y : ndarray of shape (n_samples,), int64
+        Cover types 1..7.
+
+    Notes
+    -----
+    The Kaggle file is a class-balanced subset (2,160 rows per class), not the full data.
+    """
+    if path is None:
+        try:
+            (path,) = _require("covtype", "train")
+        except DatasetNotFoundError as missing:
+            return _fetch_covtype(download, missing)
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"covtype CSV {str(path)!r} does not exist")
+    import pandas as pd
+
+    frame = pd.read_csv(path)
+    expected = {"Id", "Cover_Type"}
+    if not expected <= set(frame.columns):
+        raise ValueError(
+            f"{path}: expected columns 'Id' and 'Cover_Type', found {list(frame.columns)}"
+        )
+    X = frame.drop(columns=["Id", "Cover_Type"]).to_numpy(dtype=np.float64)
+    y = frame["Cover_Type"].to_numpy(dtype=np.int64)
+    return X, y
+
+
+def _fetch_covtype(download: bool, missing: DatasetNotFoundError):
+    from sklearn.datasets import fetch_covtype
+
+    try:
+        bunch = fetch_covtype(download_if_missing=download)
+    except OSError as exc:
+        hint = "" if download else " Pass download=True to let scikit-learn download it."
+        raise DatasetNotFoundError(f"{missing}{hint} (scikit-learn: {exc})") from exc
+    logger.info("covtype: using scikit-learn's copy (%d rows)", bunch.data.shape[0])
+    return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
+
+
+def _load_libsvm(name: str, kind: str, n_features: int):
+    from sklearn.datasets import load_svmlight_file
+
+    (path,) = _require(name, kind)
+    X, y = load_svmlight_file(str(path), n_features=n_features)
+    X = sp.csr_matrix(X)
+    # a9a.t carries an explicit "123:0" so readers infer 123 features; drop the stored zero
+    X.eliminate_zeros()
+    return X, y.astype(np.int64)
+
+
+def load_w8a():
+    """LIBSVM w8a (training file only; no public test file was found).
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (49749, 300), float64
+    y : ndarray of shape (49749,), int64
+        Labels -1 and +1.
+    """
+    return _load_libsvm("w8a", "train", 300)
+
+
+def load_a9a(kind: str = "train"):
+    """LIBSVM a9a (UCI Adult, binarized).
+
+    Parameters
+    ----------
+    kind : {"train", "test"}, default="train"
+        32,561 training or 16,281 test rows.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_samples, 123), float64
+        Explicitly stored zeros are removed.
+    y : ndarray of shape (n_samples,), int64
+        Labels -1 and +1.
+    """
+    if kind not in ("train", "test"):
+        raise ValueError(f"kind must be 'train' or 'test', got {kind!r}")
+    return _load_libsvm("a9a", kind, 123)
+
+
+def load_digits_scaled():
+    """scikit-learn's 8x8 digits (ships with scikit-learn), scaled to [0, 1] by ``x / 16``.
+
+    Returns
+    -------
+    X : ndarray of shape (1797, 64), float64
+    y : ndarray of shape (1797,), int64
+
+    Examples
+    --------
+    >>> X, y = load_digits_scaled()
+    >>> X.shape, float(X.min()), float(X.max())
+    ((1797, 64), 0.0, 1.0)
+    """
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    return np.asarray(bunch.data, dtype=np.float64) / 16.0, np.asarray(bunch.target, np.int64)
