@@ -1,7 +1,7 @@
 """Compiled hot loops (numba): the fused gather-multiply-sum of KRP.
 
-Each output element is computed by one thread in a fixed order, so results do not
-depend on the number of threads.
+The loops are serial and release the GIL: :mod:`dkrp._threading` runs them on
+row blocks in parallel, right after each block's GEMM, while it is in cache.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import numpy as np
 __all__ = ["gather_products"]
 
 
-@numba.njit(parallel=True, cache=True, nogil=True, boundscheck=False)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _gather_products(projections, indices, degree, scale, out, out_row0):
     n_rows = projections.shape[0]
     n_components, width = indices.shape
     n_terms = width // degree
-    for i in numba.prange(n_rows):
+    for i in range(n_rows):
         row = projections[i]
         dest = out[out_row0 + i]
         for comp in range(n_components):

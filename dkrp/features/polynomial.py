@@ -20,14 +20,16 @@ import scipy.sparse as sp
 from .._random import BLOCK_SIZE, draw_block, draw_rows
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
+from .._threading import run_row_blocks
 from ._kernels import gather_products
 from ._samplers import DISTRIBUTIONS, hyperplane_sampler, index_sampler, resolve_density
 
 __all__ = ["PolynomialRandomProjection", "ExplicitPolynomialProjection"]
 
-#: Rows per GEMM block in transform: the (block × p) projections stay in cache-sized
-#: memory while the gather consumes them, and peak memory is independent of n.
-ROW_BLOCK = 2048
+#: Rows per GEMM block in transform: the (block × p) projections stay in cache
+#: while the gather consumes them, and extra memory is independent of n.
+#: Part of the seed contract's "same chunking" (a block's GEMM is one BLAS call).
+ROW_BLOCK = 512
 
 
 def _matmul_transposed(X, S):
@@ -176,9 +178,13 @@ class PolynomialRandomProjection(BaseProjector):
         S = self._cast("hyperplanes", self.hyperplanes_, dtype)
         scale = 1.0 / math.sqrt(self.n_terms * self.n_components)
         out = np.empty((X.shape[0], self.n_components), dtype=dtype)
-        for start in range(0, X.shape[0], ROW_BLOCK):
-            block = _matmul_transposed(X[start : start + ROW_BLOCK], S)
-            gather_products(block, self.hyperplane_indices_, self.degree, scale, out, start)
+        indices = self.hyperplane_indices_
+
+        def work(start, stop):
+            block = _matmul_transposed(X[start:stop], S)
+            gather_products(block, indices, self.degree, scale, out, start)
+
+        run_row_blocks(X.shape[0], ROW_BLOCK, work)
         return out
 
 
