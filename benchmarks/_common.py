@@ -1,0 +1,70 @@
+"""Shared helpers for the benchmarks: timing, machine description, the MNIST-shaped input."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path:
+    env = os.environ.get("DKRP_DATA_DIR")
+    return Path(env) if env else (REPO_ROOT / ".." / "shared" / "data").resolve()
+
+
+def mnist_train(n_rows=60000):
+    """The real MNIST training images scaled to [-1, 1], or a random stand-in (said so)."""
+    path = data_dir() / "mnist" / "train-images-idx3-ubyte.gz"
+    if path.exists():
+        with gzip.open(path) as f:
+            X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:n_rows]
+        return X / 127.5 - 1.0, "MNIST train images (x/127.5 - 1)"
+    rng = np.random.default_rng(0)
+    return rng.uniform(-1, 1, (n_rows, 784)), "uniform random stand-in (MNIST not found)"
+
+
+def best_of(fn, repeats=3):
+    """Minimum wall time of ``repeats`` calls (the least-disturbed run)."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+        del result
+    return min(times)
+
+
+def machine_description() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = ", ".join(
+            f"{i['internal_api']} {i.get('version', '')} ({i.get('architecture', '')}, "
+            f"{i['num_threads']} threads)"
+            for i in threadpool_info()
+            if i["user_api"] == "blas"
+        )
+    except Exception:  # pragma: no cover - informative only
+        blas = "unknown BLAS"
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem = float("nan")
+    return (
+        f"{cpu}; {len(os.sched_getaffinity(0))} cores usable; {mem:.0f} GiB RAM; "
+        f"Python {platform.python_version()}; numpy {np.__version__}; BLAS: {blas}"
+    )
