@@ -9,17 +9,27 @@ and featurizes its partition independently.
 __version__ = "0.1.0"
 
 from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
+from .baselines import KulisGraumanRP, Nystroem, PCAProjector  # noqa: E402
 from .features import (  # noqa: E402
     ExplicitPolynomialProjection,
+    IndependentPolynomialProjection,
     PolynomialRandomProjection,
     RandomFourierFeatures,
+    RandomMaclaurin,
+    TensorSketch,
 )
 
 __all__ = [
     "BaseProjector",
     "ExplicitPolynomialProjection",
+    "IndependentPolynomialProjection",
+    "KulisGraumanRP",
+    "Nystroem",
+    "PCAProjector",
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
+    "RandomMaclaurin",
+    "TensorSketch",
     "SpecError",
     "from_spec",
     "load",

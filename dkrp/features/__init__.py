@@ -1,10 +1,16 @@
 """Data-independent feature maps: defined by a seed and a few parameters."""
 
 from .fourier import RandomFourierFeatures
+from .independent import IndependentPolynomialProjection
+from .maclaurin import RandomMaclaurin
 from .polynomial import ExplicitPolynomialProjection, PolynomialRandomProjection
+from .tensorsketch import TensorSketch
 
 __all__ = [
     "ExplicitPolynomialProjection",
+    "IndependentPolynomialProjection",
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
+    "RandomMaclaurin",
+    "TensorSketch",
 ]
