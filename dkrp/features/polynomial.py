@@ -22,6 +22,18 @@ from .._validation import check_choice, check_integer
 from ..base import BaseProjector
 from .._threading import run_row_blocks
 from ._kernels import gather_products
+from ._pools import (
+    INDEX_DESIGNS,
+    POOLS,
+    balanced_indices,
+    orthogonal_pool,
+    padded_size,
+    structured_pool,
+    structured_project,
+    structured_signs,
+    tight_frame_pool,
+    use_fwht,
+)
 from ._samplers import DISTRIBUTIONS, hyperplane_sampler, index_sampler, resolve_density
 
 __all__ = ["PolynomialRandomProjection", "ExplicitPolynomialProjection"]
@@ -65,13 +77,35 @@ class PolynomialRandomProjection(BaseProjector):
         Fraction :math:`1/s` of non-zero entries for ``"achlioptas"`` (1 and 1/3 in
         the paper); ``"auto"`` is :math:`1/\sqrt{d}` (Li et al. 2006). Ignored for
         ``"gaussian"``.
+    pool : {"iid", "orthogonal", "tight_frame", "structured"}, default="iid"
+        How the pool is built (see :mod:`dkrp.features._pools`). ``"iid"``:
+        independent rows from ``distribution`` (the paper). ``"orthogonal"``:
+        blocks of :math:`d` orthogonal Gaussian directions with chi norms (Yu et
+        al. 2016). ``"tight_frame"``: the Gaussian pool rescaled so
+        :math:`S^T S = pI`. ``"structured"``: Hadamard blocks
+        :math:`\frac1D H D_1 H D_2 H D_3` with random ±1 diagonals on ``x``
+        zero-padded to :math:`D = 2^{\lceil \log_2 d\rceil}` (a tight frame when
+        ``n_hyperplanes`` is a multiple of :math:`D`), applied by FWHT or GEMM
+        (:func:`dkrp.features._pools.use_fwht`). The non-i.i.d. pools need
+        ``distribution="gaussian"``.
+    index_design : {"random", "balanced"}, default="random"
+        How components pick their ``degree * n_terms`` distinct pool rows:
+        independent uniform subsets (the paper), or consecutive chunks of a
+        stream of permutations, so every pool row is used equally often (±1) and
+        components overlap little (:func:`dkrp.features._pools.balanced_indices`).
     random_state : int or None, default=None
         Seed. ``None`` draws one at fit, recorded in ``seed_`` and the spec.
 
     Attributes
     ----------
-    hyperplanes_ : ndarray of shape (n_hyperplanes, n_features_in_)
-        The pool :math:`S` (float64 master copy).
+    hyperplanes_ : ndarray of shape (n_hyperplanes, n_features_in_) or None
+        The pool :math:`S` (float64 master copy). ``None`` for the structured
+        pool on its FWHT path, which never materialises it (``pool_signs_``
+        defines it; :func:`dkrp.features._pools.structured_pool` builds it).
+    pool_signs_ : ndarray of shape (n_blocks, 3, D), int8
+        Structured pool only: the ±1 diagonals :math:`D_1, D_2, D_3` per block.
+    uses_fwht_ : bool
+        Whether the transform applies the pool by FWHT (structured pool only).
     hyperplane_indices_ : ndarray of shape (n_components, degree * n_terms)
         Pool rows used by each component; row ``l`` lists term ``i``'s ``degree``
         indices at positions ``i*degree ... i*degree + degree - 1``.
@@ -101,7 +135,34 @@ class PolynomialRandomProjection(BaseProjector):
     :math:`E\|f(x) - f(y)\|^2 = \|\phi(x) - \phi(y)\|^2`.
 
     Transform cost: one GEMM :math:`X S^T` (:math:`O(npd)`) and a fused, compiled
-    gather-multiply-sum (:math:`O(nkgt)`), in row blocks of bounded memory.
+    gather-multiply-sum (:math:`O(nkgt)`), in row blocks of bounded memory. The
+    structured pool replaces the GEMM by three FWHTs per Hadamard block,
+    :math:`O(n \lceil p/D\rceil D \log D)`, when that is cheaper.
+
+    *Pools and bias.* The extra distortion of KRP over the explicit
+    :math:`\phi(x)` + RP comes from all components sharing one pool; its leading
+    term, :math:`\frac1p \sum_i r_i^T M r_i - \operatorname{tr} M`, vanishes for a
+    tight frame (:math:`S^T S = pI`), which is why the ``"tight_frame"`` and
+    ``"structured"`` pools reach the :math:`\phi(x)` + RP distortion at the
+    paper's :math:`p`. Their rows are dependent, so the estimator is unbiased only
+    up to :math:`O(1/p)`: for :math:`g = 2`,
+
+    .. math:: E\langle f(x), f(y)\rangle - \langle x, y\rangle^2 \approx
+              -\frac{\|x\|^2\|y\|^2 + \langle x, y\rangle^2}{p - 1}
+
+    (exact for the tight frame, whose rows are exchangeable and sign-symmetric; to
+    leading order for the orthogonal and full structured pools), i.e. a relative
+    bias of at most :math:`2/(p-1)` of :math:`\|x\|^2\|y\|^2`; for :math:`g > 2`
+    it is :math:`O(g^2/p)`. The ``"iid"`` pool is exactly unbiased with either
+    index design.
+
+    *Specs.* ``"iid"`` and ``"structured"`` pools are regenerated bit for bit from
+    the seed on any machine (the structured pool's materialisation is exact
+    integer arithmetic; its GEMM-or-FWHT choice depends only on :math:`(d, p)`).
+    ``"orthogonal"`` and ``"tight_frame"`` call LAPACK (QR, ``eigh``, one BLAS
+    thread): the spec's checksum covers the computed pool, and
+    :func:`dkrp.from_spec` refuses with :class:`dkrp.SpecError` a process whose
+    LAPACK computes other bits, instead of silently producing other features.
 
     References
     ----------
@@ -109,6 +170,8 @@ class PolynomialRandomProjection(BaseProjector):
        Random Projections from the feature-space of the homogeneous polynomial
        kernel", Pattern Recognition 82 (2018). doi:10.1016/j.patcog.2018.05.003
     .. [2] D. Achlioptas, "Database-friendly random projections", PODS 2001.
+    .. [3] F. X. Yu, A. T. Suresh, K. Choromanski, D. Holtmann-Rice, S. Kumar,
+       "Orthogonal Random Features", NIPS 2016.
 
     Examples
     --------
@@ -121,6 +184,11 @@ class PolynomialRandomProjection(BaseProjector):
     (5, 16)
     >>> bool(np.array_equal(krp.transform(X), krp.transform(X)))
     True
+    >>> tf = PolynomialRandomProjection(n_components=16, n_hyperplanes=32,
+    ...                                 pool="tight_frame", random_state=0).fit(X)
+    >>> S = tf.hyperplanes_
+    >>> bool(np.allclose(S.T @ S, 32 * np.eye(8)))
+    True
     """
 
     def __init__(
@@ -131,6 +199,8 @@ class PolynomialRandomProjection(BaseProjector):
         n_terms=1,
         distribution="gaussian",
         density="auto",
+        pool="iid",
+        index_design="random",
         random_state=None,
     ):
         self.degree = degree
@@ -139,6 +209,8 @@ class PolynomialRandomProjection(BaseProjector):
         self.n_terms = n_terms
         self.distribution = distribution
         self.density = density
+        self.pool = pool
+        self.index_design = index_design
         self.random_state = random_state
 
     def _validate_params(self, n_features):
@@ -147,6 +219,18 @@ class PolynomialRandomProjection(BaseProjector):
         check_integer("n_hyperplanes", self.n_hyperplanes, minimum=1)
         check_integer("n_terms", self.n_terms, minimum=1)
         check_choice("distribution", self.distribution, DISTRIBUTIONS)
+        check_choice("pool", self.pool, POOLS)
+        check_choice("index_design", self.index_design, INDEX_DESIGNS)
+        if self.pool != "iid" and self.distribution != "gaussian":
+            raise ValueError(
+                f"pool={self.pool!r} builds its own Gaussian-based rows; "
+                f"distribution={self.distribution!r} applies to pool='iid' only."
+            )
+        if self.pool == "structured" and padded_size(n_features) > 2**17:
+            raise ValueError(
+                "pool='structured' supports at most 2**17 = 131072 features (exact "
+                f"materialisation), got n_features = {n_features}."
+            )
         if self.degree * self.n_terms > self.n_hyperplanes:
             raise ValueError(
                 "degree * n_terms must not exceed n_hyperplanes: each component uses "
@@ -158,16 +242,44 @@ class PolynomialRandomProjection(BaseProjector):
         )
 
     def _fit_state(self, X, n_features):
-        sampler = hyperplane_sampler(self.distribution, n_features, self.density_)
-        self.hyperplanes_ = draw_rows(self.seed_, "pool", self.n_hyperplanes, sampler)
+        p = self.n_hyperplanes
+        self.uses_fwht_ = False
+        if self.pool == "iid":
+            sampler = hyperplane_sampler(self.distribution, n_features, self.density_)
+            self.hyperplanes_ = draw_rows(self.seed_, "pool", p, sampler)
+        elif self.pool == "orthogonal":
+            self.hyperplanes_ = orthogonal_pool(self.seed_, p, n_features)
+        elif self.pool == "tight_frame":
+            self.hyperplanes_ = tight_frame_pool(self.seed_, p, n_features)
+        else:
+            self.pool_signs_ = structured_signs(self.seed_, p, n_features)
+            self.uses_fwht_ = use_fwht(n_features, p)
+            self.hyperplanes_ = (
+                None if self.uses_fwht_ else structured_pool(self.pool_signs_, p, n_features)
+            )
         width = self.degree * self.n_terms
-        self.hyperplane_indices_ = draw_rows(
-            self.seed_, "indices", self.n_components, index_sampler(self.n_hyperplanes, width)
-        )
+        if self.index_design == "random":
+            self.hyperplane_indices_ = draw_rows(
+                self.seed_, "indices", self.n_components, index_sampler(p, width)
+            )
+        else:
+            self.hyperplane_indices_ = balanced_indices(self.seed_, self.n_components, width, p)
         self.n_components_ = self.n_components
 
     def _state_arrays(self):
-        return {"hyperplanes": self.hyperplanes_, "indices": self.hyperplane_indices_}
+        if self.pool != "structured":
+            return {"hyperplanes": self.hyperplanes_, "indices": self.hyperplane_indices_}
+        arrays = {"signs": self.pool_signs_, "indices": self.hyperplane_indices_}
+        if self.hyperplanes_ is not None:
+            arrays["hyperplanes"] = self.hyperplanes_
+        return arrays
+
+    def _project_block(self, X, dtype):
+        """``X @ S.T`` for a row block (GEMM, or FWHT for the structured pool)."""
+        if self.hyperplanes_ is None:
+            signs = self._cast("signs", self.pool_signs_, dtype)
+            return structured_project(X, signs, self.n_hyperplanes)
+        return _matmul_transposed(X, self._cast("hyperplanes", self.hyperplanes_, dtype))
 
     @property
     def _n_features_out(self):
@@ -175,13 +287,12 @@ class PolynomialRandomProjection(BaseProjector):
 
     def _transform_array(self, X):
         dtype = X.dtype
-        S = self._cast("hyperplanes", self.hyperplanes_, dtype)
         scale = 1.0 / math.sqrt(self.n_terms * self.n_components)
         out = np.empty((X.shape[0], self.n_components), dtype=dtype)
         indices = self.hyperplane_indices_
 
         def work(start, stop):
-            block = _matmul_transposed(X[start:stop], S)
+            block = self._project_block(X[start:stop], dtype)
             gather_products(block, indices, self.degree, scale, out, start)
 
         run_row_blocks(X.shape[0], ROW_BLOCK, work)
