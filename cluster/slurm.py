@@ -1,0 +1,69 @@
+"""Featurize on a SLURM cluster with dask-jobqueue, TLS on.
+
+    pip install "dkrp" dask-jobqueue   # the same numpy on login and compute nodes
+    python cluster/slurm.py /shared/covtype.zarr /shared/covtype-krp.zarr --jobs 8
+
+``security=True`` makes dask-jobqueue create temporary TLS certificates, so the
+scheduler listens on ``tls://`` and only this client and its workers can talk to it.
+The output store must be on a file system every node sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def make_cluster(jobs: int, queue: str | None, account: str | None, walltime: str):
+    from dask_jobqueue import SLURMCluster
+
+    cluster = SLURMCluster(
+        queue=queue,
+        account=account,
+        cores=8,                      # threads per job = processes * threads
+        processes=8,                  # one single-threaded worker process per core
+        memory="32GiB",
+        walltime=walltime,
+        security=True,                # temporary TLS certificates; tls:// everywhere
+        job_script_prologue=[
+            "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1",
+            "export DKRP_NUM_THREADS=1",
+        ],
+        log_directory="dask-logs",
+    )
+    cluster.scale(jobs=jobs)
+    return cluster
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dataset")
+    p.add_argument("output")
+    p.add_argument("--jobs", type=int, default=4)
+    p.add_argument("--queue")
+    p.add_argument("--account")
+    p.add_argument("--walltime", default="01:00:00")
+    p.add_argument("--n-components", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+
+    from distributed import Client
+
+    from dkrp import PolynomialRandomProjection
+    from dkrp.feature_store import write_features
+    from dkrp.io import open_dataset
+    from dkrp.parallel import check_workers
+
+    with make_cluster(args.jobs, args.queue, args.account, args.walltime) as cluster, \
+            Client(cluster) as client:
+        assert cluster.scheduler_address.startswith("tls://")
+        client.wait_for_workers(1)
+        ds = open_dataset(args.dataset)
+        krp = PolynomialRandomProjection(n_components=args.n_components,
+                                         random_state=args.seed).fit(ds.X)
+        check_workers(client, krp)   # same hyperplanes everywhere, or stop here
+        print(write_features(ds.X, krp, args.output, client=client,
+                             source={"path": str(ds.path), **ds.attrs}))
+
+
+if __name__ == "__main__":
+    main()

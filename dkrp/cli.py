@@ -1,0 +1,332 @@
+"""The ``dkrp`` command (also ``dask dkrp``): ingest, featurize, info, demo.
+
+The only place in dkrp that prints. User errors (missing files, bad parameters,
+a store made by another run, NaN in the input) become ``click.ClickException``:
+one line saying what is wrong and what to do, no traceback.
+
+With no ``--scheduler``/``--scheduler-file`` (and no ``scheduler-address`` in
+``dask.config``) the commands that compute start an embedded ``LocalCluster`` of
+worker processes sized to the machine, every socket bound to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from .methods import method_names
+
+__all__ = ["main"]
+
+logger = logging.getLogger(__name__)
+
+
+def _user_errors():
+    from .base import SpecError
+    from .feature_store import FeatureStoreError
+
+    return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
+            ImportError, NotADirectoryError, PermissionError)
+
+
+@contextlib.contextmanager
+def _as_click_errors():
+    try:
+        yield
+    except click.ClickException:
+        raise
+    except _user_errors() as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _cluster_options(func):
+    options = [
+        click.option("--scheduler", metavar="ADDRESS",
+                     help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 "
+                          "(TLS settings come from dask.config)."),
+        click.option("--scheduler-file", type=click.Path(dir_okay=False),
+                     help="Scheduler file written by `dask scheduler --scheduler-file`."),
+        click.option("--n-workers", type=click.IntRange(min=1),
+                     help="Worker processes of the embedded cluster (default: one per CPU)."),
+        click.option("--memory-limit",
+                     help="Memory limit per embedded worker, e.g. 4GiB (default: auto)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@contextlib.contextmanager
+def _client(scheduler, scheduler_file, n_workers, memory_limit):
+    import dask
+
+    from .parallel import connect
+
+    if scheduler is None and scheduler_file is None:
+        scheduler = dask.config.get("scheduler-address", None)
+    if (scheduler or scheduler_file) and (n_workers or memory_limit):
+        raise click.UsageError(
+            "--n-workers/--memory-limit size the embedded cluster; drop them when using "
+            "--scheduler or --scheduler-file."
+        )
+    try:
+        with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
+                     memory_limit=memory_limit) as client:
+            yield client
+    except OSError as exc:
+        if scheduler or scheduler_file:
+            raise click.ClickException(
+                f"Could not reach the Dask scheduler {scheduler or scheduler_file}: {exc}. "
+                "Check the address and that the scheduler is running."
+            ) from exc
+        raise
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dkrp", message="dkrp %(version)s")
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+def main(verbose):
+    """Distributed kernelized random projections and random features on Dask."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # distributed installs its own INFO handler when imported; keep the terminal to our
+    # summary lines unless asked (it is imported here so its setup does not run later)
+    import distributed  # noqa: F401
+
+    for name in ("distributed", "dkrp"):
+        logging.getLogger(name).setLevel(level)
+
+
+@main.command()
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.argument("dest", type=click.Path(file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv", "npy", "parquet"]),
+              help="Input format (default: from the file name).")
+@click.option("--label-column", help="CSV/Parquet column stored as labels y.")
+@click.option("--drop-column", "drop_columns", multiple=True,
+              help="CSV/Parquet column to leave out (repeatable), e.g. --drop-column Id.")
+@click.option("--n-features", type=click.IntRange(min=1), help="Number of features (LIBSVM).")
+@click.option("--chunk-rows", type=click.IntRange(min=1),
+              help="Rows per chunk (default: about 64 MiB per chunk).")
+@click.option("--sparse/--dense", default=None,
+              help="Store LIBSVM input as CSR blocks or densely (default: by density).")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
+              show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
+def ingest(src, dest, fmt, label_column, drop_columns, n_features, chunk_rows, sparse, dtype,
+           overwrite):
+    """Convert SRC (LIBSVM, CSV, .npy, Parquet) into a Zarr v3 dataset store DEST."""
+    import time
+
+    from . import io
+
+    t0 = time.perf_counter()
+    with _as_click_errors():
+        io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
+                  n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
+                  overwrite=overwrite)
+        attrs = io.open_dataset(dest).attrs
+    seconds = time.perf_counter() - t0
+    rows = int(attrs["n_samples"])
+    click.echo(
+        f"ingested {rows} rows x {attrs['n_features']} features ({attrs['storage']}) in "
+        f"{seconds:.1f} s ({rows / max(seconds, 1e-9):,.0f} rows/s): {Path(dest).absolute()}"
+    )
+
+
+def _parse_float_or(name, value, word):
+    if value is None or value == word:
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"must be a number or {word!r}, got {value!r}", param_hint=name)
+
+
+def _open_input(path):
+    """A dask array (and its provenance) from a dataset store, ``.npy`` or Parquet file."""
+    from . import io
+
+    path = Path(path)
+    if not path.exists():
+        raise click.ClickException(f"Input {path} does not exist.")
+    if path.is_dir():
+        ds = io.open_dataset(path)
+        return ds.X, {"path": str(ds.path), **ds.attrs}
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return io.from_npy(path), {"path": str(path.absolute()),
+                                   "sha256": io.file_sha256(path)}
+    if suffix in (".parquet", ".pq"):
+        return io.from_parquet(path), {"path": str(path.absolute()),
+                                       "sha256": io.file_sha256(path)}
+    raise click.ClickException(
+        f"{path} is not a dataset store, .npy or Parquet file. Convert it first: "
+        f"dkrp ingest {path} {path.with_suffix('.zarr').name}"
+    )
+
+
+@main.command()
+@click.argument("input_path", metavar="IN", type=click.Path())
+@click.argument("output", metavar="OUT.zarr", type=click.Path(file_okay=False))
+@click.option("--method", type=click.Choice(method_names()), default="krp", show_default=True,
+              help="Feature map.")
+@click.option("--degree", type=click.IntRange(min=1), help="Polynomial degree g.")
+@click.option("--n-components", type=click.IntRange(min=1), help="Output dimension k.")
+@click.option("--n-hyperplanes", type=click.IntRange(min=1), help="KRP pool size p.")
+@click.option("--n-terms", type=click.IntRange(min=1), help="KRP product terms t.")
+@click.option("--distribution", type=click.Choice(["gaussian", "achlioptas"]))
+@click.option("--density", help="Achlioptas density 1/s (a number or 'auto').")
+@click.option("--kernel", help="Kernel name for methods that take one (e.g. gaussian).")
+@click.option("--gamma", help="Kernel width (a number or 'scale').")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Random seed; the same seed gives the same features on any cluster.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]),
+              help="Output dtype (default: float32 for float32 input, else float64).")
+@_cluster_options
+@click.option("--overwrite", is_flag=True,
+              help="Replace a store made by another spec or input (default: refuse).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
+              distribution, density, kernel, gamma, seed, dtype, scheduler, scheduler_file,
+              n_workers, memory_limit, overwrite, quiet):
+    """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
+
+    Re-running the same command after a crash writes only the missing chunks; a
+    finished store makes it a no-op.
+    """
+    from .feature_store import input_fingerprint, plan_features, write_features
+    from .methods import make_projector
+    from .parallel import check_workers
+
+    density = _parse_float_or("--density", density, "auto")
+    gamma = _parse_float_or("--gamma", gamma, "scale")
+    with _as_click_errors():
+        X, source = _open_input(input_path)
+        projector = make_projector(
+            method, degree=degree, n_components=n_components, n_hyperplanes=n_hyperplanes,
+            n_terms=n_terms, distribution=distribution, density=density, kernel=kernel,
+            gamma=gamma, random_state=seed,
+        )
+        fingerprint = input_fingerprint(X, source=source)
+        summary = None
+        if not projector.data_dependent:
+            # refuse a mismatched store, or finish a complete one, before starting a cluster
+            projector.fit(X)
+            plan = plan_features(X, projector, output, overwrite=overwrite, dtype=dtype,
+                                 fingerprint=fingerprint)
+            if plan["action"] == "noop":
+                summary = write_features(X, projector, output, overwrite=overwrite,
+                                         progress=False, dtype=dtype, fingerprint=fingerprint)
+        if summary is None:
+            with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
+                if projector.data_dependent:
+                    projector.fit(X)
+                check_workers(client, projector)
+                summary = write_features(X, projector, output, client=client,
+                                         overwrite=overwrite, progress=not quiet, dtype=dtype,
+                                         fingerprint=fingerprint)
+    rows, seconds = summary["rows"], summary["seconds"]
+    click.echo(
+        f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
+        f"{seconds:.1f} s ({summary['rows_per_second']:,.0f} rows/s; "
+        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
+        f"{summary['path']}"
+    )
+
+
+def _info_lines(path: Path):
+    import zarr
+
+    if not (path / "zarr.json").is_file():
+        raise click.ClickException(f"{path} is not a Zarr store (no zarr.json).")
+    attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+    kind = attrs.get("dkrp_format")
+    complete = "complete" if attrs.get("complete") is True else "INCOMPLETE"
+    if kind == "features":
+        from .feature_store import _done_chunks
+
+        n_chunks = int(attrs.get("n_chunks", 0))
+        done = int(_done_chunks(path, n_chunks).sum())
+        spec = attrs.get("spec", {})
+        yield f"feature store {path}"
+        yield (f"  shape ({attrs['n_samples']}, {attrs['n_components']}) {attrs['dtype']}, "
+               f"chunk_rows {attrs['chunk_rows']}, {complete} ({done}/{n_chunks} chunks done)")
+        params = json.dumps(spec.get("params"), sort_keys=True)
+        yield f"  projector {spec.get('class')} seed {spec.get('seed')} params {params}"
+        yield f"  checksum {spec.get('checksum')}"
+        yield f"  input {json.dumps(attrs.get('input'), sort_keys=True)}"
+        yield f"  manifest {json.dumps(attrs.get('manifest'), sort_keys=True)}"
+    elif kind == "dataset":
+        yield f"dataset store {path}"
+        yield (f"  shape ({attrs.get('n_samples')}, {attrs.get('n_features')}) "
+               f"{attrs.get('dtype')} "
+               f"{attrs.get('storage')}, chunk_rows {attrs.get('chunk_rows')}, {complete}")
+        yield f"  labels {attrs.get('has_labels')} ({attrs.get('label_dtype')})"
+        yield (f"  source {attrs.get('source')} ({attrs.get('source_format')}, "
+               f"sha256 {attrs.get('source_sha256')})")
+        yield f"  ingest {json.dumps(attrs.get('ingest'), sort_keys=True, default=str)}"
+    else:
+        yield f"Zarr group {path} (not made by dkrp)"
+        yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the raw attributes as JSON.")
+def info(store, as_json):
+    """Describe a dataset or feature store: shape, completeness, spec, provenance."""
+    path = Path(store).absolute()
+    if as_json:
+        import zarr
+
+        with _as_click_errors():
+            attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+        click.echo(json.dumps(attrs, indent=2, sort_keys=True, default=str))
+        return
+    for line in _info_lines(path):
+        click.echo(line)
+
+
+@main.command()
+@click.option("--dataset",
+              type=click.Choice(["digits", "mnist", "fashion-mnist", "covtype", "w8a"]),
+              default="digits", show_default=True,
+              help="digits ships with scikit-learn; the others are read from DKRP_DATA_DIR.")
+@click.option("--workdir", type=click.Path(file_okay=False),
+              help="Keep the Zarr stores here (default: a temporary directory).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--max-train", type=click.IntRange(min=10), help="Subsample the training rows.")
+@_cluster_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers, memory_limit,
+         quiet):
+    """Featurize a dataset with KRP and RFF on a Dask cluster, train linear SVMs, compare."""
+    import time
+
+    from .evaluation import run_demo
+
+    t0 = time.perf_counter()
+    with _as_click_errors(), _client(scheduler, scheduler_file, n_workers, memory_limit) as c:
+        rows = run_demo(dataset, client=c, workdir=workdir, seed=seed, max_train=max_train,
+                        progress=not quiet)
+    click.echo(f"dkrp demo on {dataset}: {rows[0]['note']}")
+    header = f"{'model':<48} {'features':>8} {'accuracy':>8} {'featurize s':>11} {'train s':>8}"
+    click.echo(header)
+    click.echo("-" * len(header))
+    for row in rows:
+        k = "-" if row["n_features"] is None else str(row["n_features"])
+        click.echo(
+            f"{row['model']:<48} {k:>8} {row['accuracy']:>8.4f} "
+            f"{row['featurize_seconds']:>11.2f} {row['train_seconds']:>8.2f}"
+        )
+    click.echo(f"total {time.perf_counter() - t0:.1f} s")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""Evaluation protocols: linear models on random features against exact kernel machines.
+
+This module owns the demo (``dkrp demo``, the README's main job) and the small
+protocols it is made of. The demo runs the production path end to end: the data
+go into a Zarr dataset store (:func:`dkrp.io.ingest`), are featurized on a Dask
+cluster into a resumable feature store (:func:`dkrp.feature_store.write_features`),
+are read back, and train scikit-learn's ``LinearSVC``; the same rows train a linear
+SVM on the raw inputs and exact-kernel SVMs for reference.
+
+Nothing here prints: results come back as rows (dicts) for the caller to show.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEMO_DATASETS",
+    "kernel_svm_accuracy",
+    "linear_svm_accuracy",
+    "load_demo_dataset",
+    "run_demo",
+    "train_on_features",
+]
+
+DEMO_DATASETS = ("digits", "mnist", "fashion-mnist", "covtype", "w8a")
+
+
+@contextlib.contextmanager
+def _timer():
+    box = {}
+    t0 = time.perf_counter()
+    try:
+        yield box
+    finally:
+        box["seconds"] = time.perf_counter() - t0
+
+
+def _scores(y_true, y_pred) -> dict:
+    from sklearn.metrics import accuracy_score, f1_score
+
+    return {
+        "accuracy": float(accuracy_score(y_true, y_pred)),
+        "f1_macro": float(f1_score(y_true, y_pred, average="macro")),
+    }
+
+
+def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=10000):
+    """Train ``LinearSVC`` on ``Z_train`` and score it on ``Z_test``.
+
+    Parameters
+    ----------
+    Z_train, Z_test : array-like or sparse matrix
+        Features (random features or raw inputs).
+    y_train, y_test : array-like
+    C : float, default=1.0
+    max_iter : int, default=10000
+
+    Returns
+    -------
+    dict
+        ``accuracy``, ``f1_macro`` (on the test rows) and ``train_seconds``.
+    """
+    from sklearn.svm import LinearSVC
+
+    with _timer() as t:
+        model = LinearSVC(C=C, max_iter=max_iter).fit(Z_train, y_train)
+    out = _scores(y_test, model.predict(Z_test))
+    out["train_seconds"] = t["seconds"]
+    return out
+
+
+def kernel_svm_accuracy(X_train, y_train, X_test, y_test, *, kernel="poly", C=1.0, **params):
+    """Train an exact-kernel ``SVC`` (e.g. ``kernel="poly", degree=2, gamma=1, coef0=0``).
+
+    Returns
+    -------
+    dict
+        ``accuracy``, ``f1_macro`` and ``train_seconds``.
+    """
+    from sklearn.svm import SVC
+
+    with _timer() as t:
+        model = SVC(kernel=kernel, C=C, **params).fit(X_train, y_train)
+    out = _scores(y_test, model.predict(X_test))
+    out["train_seconds"] = t["seconds"]
+    return out
+
+
+def load_demo_dataset(name="digits", *, max_train=None, max_test=None, seed=0):
+    """Train/test arrays for the demo, from local files (never the network).
+
+    Parameters
+    ----------
+    name : {"digits", "mnist", "fashion-mnist", "covtype", "w8a"}
+        ``digits`` ships with scikit-learn; the others come from
+        :func:`dkrp.datasets.data_dir` (``DKRP_DATA_DIR``).
+    max_train, max_test : int, optional
+        Subsample (stratified, seeded) to keep the exact-kernel SVM fast.
+    seed : int, default=0
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test : arrays (X dense float64, or CSR for w8a)
+    note : str
+        What was used (sizes, scaling, subsampling).
+    """
+    from sklearn.model_selection import train_test_split
+
+    from . import datasets
+
+    note = ""
+    if name == "digits":
+        X, y = datasets.load_digits_scaled()
+        split = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
+        X_train, X_test, y_train, y_test = split
+        note = "scikit-learn digits, pixels / 16, 75/25 stratified split"
+    elif name in ("mnist", "fashion-mnist"):
+        loader = datasets.load_mnist if name == "mnist" else datasets.load_fashion_mnist
+        X_train, y_train = loader("train", scale="[0,1]")
+        X_test, y_test = loader("test", scale="[0,1]")
+        max_train = 5000 if max_train is None else max_train
+        max_test = 2000 if max_test is None else max_test
+        note = f"{name} IDX files, pixels / 255"
+    elif name == "covtype":
+        X, y = datasets.load_covtype()
+        # standardise: the raw columns span 0..7000 (distances) and 0/1 (indicators)
+        X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+        split = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
+        X_train, X_test, y_train, y_test = split
+        max_train = 6000 if max_train is None else max_train
+        note = f"covtype ({X.shape[0]} rows), standardised columns, 75/25 split"
+    elif name == "w8a":
+        X, y = datasets.load_w8a()
+        split = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
+        X_train, X_test, y_train, y_test = split
+        max_train = 8000 if max_train is None else max_train
+        max_test = 4000 if max_test is None else max_test
+        note = "w8a (training file only; split 75/25), sparse binary features"
+    else:
+        raise ValueError(
+            f"Unknown demo dataset {name!r}; choose one of {', '.join(DEMO_DATASETS)}."
+        )
+    X_train, y_train, n_train = _subsample(X_train, y_train, max_train, seed)
+    X_test, y_test, n_test = _subsample(X_test, y_test, max_test, seed + 1)
+    if n_train or n_test:
+        note += f"; subsampled to {X_train.shape[0]} train / {X_test.shape[0]} test rows for speed"
+    return X_train, y_train, X_test, y_test, note
+
+
+def _subsample(X, y, n, seed):
+    if n is None or X.shape[0] <= n:
+        return X, y, False
+    rng = np.random.default_rng(seed)
+    idx = np.sort(rng.choice(X.shape[0], size=n, replace=False))
+    return X[idx], y[idx], True
+
+
+def _demo_projectors(name, n_features, X_train, seed):
+    """KRP and RFF settings for the demo (chosen on digits: see the docstring of run_demo)."""
+    from .features import PolynomialRandomProjection, RandomFourierFeatures
+
+    X_dense = X_train.toarray() if hasattr(X_train, "toarray") else X_train
+    var = float(np.var(X_dense))
+    gamma = 1.0 / (n_features * var) if var > 0 else 1.0  # scikit-learn's gamma="scale"
+    krp = PolynomialRandomProjection(
+        degree=2, n_components=1000, n_hyperplanes=500, n_terms=5, random_state=seed
+    ).fit_n_features(n_features)
+    rff = RandomFourierFeatures(
+        kernel="gaussian", gamma=gamma, n_components=1000, random_state=seed
+    ).fit_n_features(n_features)
+    return [("KRP (poly g=2, p=500, t=5)", krp, 0.1), ("RFF (gaussian, gamma=scale)", rff, 1.0)]
+
+
+def run_demo(
+    dataset="digits",
+    *,
+    client=None,
+    workdir=None,
+    seed=0,
+    max_train=None,
+    max_test=None,
+    exact=True,
+    progress=False,
+):
+    """The README's main job: random features through the cluster and Zarr, then linear SVMs.
+
+    Steps: load the data (:func:`load_demo_dataset`); write train and test rows as
+    ``.npy`` and ingest them into Zarr dataset stores; featurize both with KRP
+    (degree 2, k=1000, p=500, t=5) and RFF (Gaussian, k=1000, gamma="scale") into
+    feature stores on the cluster; read the features back; train ``LinearSVC``.
+    Reference rows: ``LinearSVC`` on the raw inputs and exact ``SVC`` with the
+    homogeneous polynomial kernel (degree 2, gamma=1, coef0=0) and the RBF kernel.
+
+    Parameters
+    ----------
+    dataset : str, default="digits"
+        See :func:`load_demo_dataset`.
+    client : distributed.Client, optional
+        Default: the current client, else dask's local scheduler.
+    workdir : str or os.PathLike, optional
+        Where the stores go; default a temporary directory removed afterwards.
+    seed : int, default=0
+    max_train, max_test : int, optional
+        Subsampling (defaults per dataset keep the run short).
+    exact : bool, default=True
+        Include the exact-kernel SVMs.
+    progress : bool, default=False
+
+    Returns
+    -------
+    list of dict
+        One row per model: ``model``, ``n_features``, ``accuracy``, ``f1_macro``,
+        ``featurize_seconds``, ``train_seconds``, ``note``, and for feature maps
+        ``store`` (the feature store path, or None once a temporary workdir is gone).
+    """
+    from .feature_store import open_features, write_features
+    from .io import ingest, open_dataset
+
+    X_train, y_train, X_test, y_test, note = load_demo_dataset(
+        dataset, max_train=max_train, max_test=max_test, seed=seed
+    )
+    n_features = X_train.shape[1]
+    rows = []
+    raw = linear_svm_accuracy(X_train, y_train, X_test, y_test, C=1.0)
+    rows.append(_row("LinearSVC on raw inputs", n_features, raw, 0.0, note))
+
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="dkrp-demo-"))
+            keep = False
+        else:
+            keep = True
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        stores = {}
+        for part, X in (("train", X_train), ("test", X_test)):
+            dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+            npy = workdir / f"{dataset}-{part}.npy"
+            np.save(npy, np.ascontiguousarray(dense, dtype=np.float64))
+            store = workdir / f"{dataset}-{part}.zarr"
+            ingest(npy, store, overwrite=True, chunk_rows=_chunk_rows(dense.shape[0]))
+            stores[part] = open_dataset(store)
+        for label, projector, C in _demo_projectors(dataset, n_features, X_train, seed):
+            with _timer() as t:
+                Z = {}
+                for part in ("train", "test"):
+                    out = workdir / f"{dataset}-{part}-{type(projector).__name__}.zarr"
+                    write_features(
+                        stores[part].X,
+                        projector,
+                        out,
+                        client=client,
+                        overwrite=True,
+                        progress=progress,
+                        source={"path": str(stores[part].path), **stores[part].attrs},
+                    )
+                    Z[part] = open_features(out).Z.compute()
+            result = linear_svm_accuracy(Z["train"], y_train, Z["test"], y_test, C=C)
+            row = _row(f"LinearSVC on {label}", projector.n_components, result, t["seconds"],
+                       note)
+            row["store"] = str(out.parent) if keep else None
+            rows.append(row)
+    if exact:
+        poly = kernel_svm_accuracy(
+            X_train, y_train, X_test, y_test, kernel="poly", degree=2, gamma=1.0, coef0=0.0
+        )
+        rows.append(_row("exact SVC, <x,y>^2", None, poly, 0.0, note))
+        rbf = kernel_svm_accuracy(X_train, y_train, X_test, y_test, kernel="rbf", gamma="scale")
+        rows.append(_row("exact SVC, RBF (gamma=scale)", None, rbf, 0.0, note))
+    return rows
+
+
+def _chunk_rows(n):
+    # a few row blocks per worker even for the small demo sets, so the cluster has work to share
+    return max(64, int(np.ceil(n / 8)))
+
+
+def _row(model, n_features, result, featurize_seconds, note):
+    return {
+        "model": model,
+        "n_features": n_features,
+        "accuracy": result["accuracy"],
+        "f1_macro": result["f1_macro"],
+        "featurize_seconds": featurize_seconds,
+        "train_seconds": result["train_seconds"],
+        "note": note,
+    }
+
+
+def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01, epochs=5,
+                      max_in_memory_bytes=2 * 2**30, positive_label=None):
+    """Train a linear classifier on (dask) features and score it on held-out rows.
+
+    Parameters
+    ----------
+    Z : dask.array.Array of shape (n_samples, n_components)
+    y : dask.array.Array or ndarray of shape (n_samples,)
+    classifier : {"auto", "linearsvc", "sgd"}
+        ``"linearsvc"``: ``StandardScaler`` + ``LinearSVC`` on the features gathered in memory
+        (data that fits). ``"sgd"``: dask-ml ``Incremental(SGDClassifier(loss="hinge"))``
+        streaming the row blocks, ``epochs`` passes (data that does not fit). ``"auto"``
+        picks LinearSVC when the training features take less than ``max_in_memory_bytes``.
+    test_size : float
+        Held-out fraction (dask-ml's blockwise shuffled split, seeded).
+    positive_label : optional
+        For binary problems, the label whose F1 is reported as ``f1`` (imbalanced
+        data); default the larger label.
+
+    Returns
+    -------
+    dict
+        ``classifier``, ``accuracy``, ``f1`` (binary, positive class) or ``f1_macro``,
+        ``n_train``, ``n_test``, ``train_seconds``.
+    """
+    import dask.array as da
+    from dask_ml.model_selection import train_test_split
+    from sklearn.metrics import accuracy_score, f1_score
+
+    if not isinstance(y, da.Array):
+        y = da.from_array(np.asarray(y), chunks=(Z.chunks[0],))
+    elif y.chunks[0] != Z.chunks[0]:
+        y = y.rechunk((Z.chunks[0],))
+    Z_tr, Z_te, y_tr, y_te = train_test_split(Z, y, test_size=test_size, random_state=seed,
+                                              shuffle=True, blockwise=True)
+    classes = np.unique(y.compute())
+    n_train = int(sum(Z_tr.chunks[0])) if not np.isnan(sum(Z_tr.chunks[0])) else None
+    if classifier == "auto":
+        nbytes = (n_train or Z.shape[0]) * Z.shape[1] * Z.dtype.itemsize
+        classifier = "linearsvc" if nbytes <= max_in_memory_bytes else "sgd"
+    with _timer() as t:
+        if classifier == "linearsvc":
+            from sklearn.pipeline import make_pipeline
+            from sklearn.preprocessing import StandardScaler
+            from sklearn.svm import LinearSVC
+
+            Ztr, ytr = da.compute(Z_tr, y_tr)
+            # products of projections are heavy-tailed: scale columns before the SVM
+            model = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=10000))
+            model.fit(Ztr, ytr)
+            Zte, yte = da.compute(Z_te, y_te)
+            pred = model.predict(Zte)
+        elif classifier == "sgd":
+            from dask_ml.preprocessing import StandardScaler
+            from dask_ml.wrappers import Incremental
+            from sklearn.linear_model import SGDClassifier
+
+            scaler = StandardScaler().fit(Z_tr)  # one pass; streamed, never gathered
+            Z_tr, Z_te = scaler.transform(Z_tr), scaler.transform(Z_te)
+            model = Incremental(SGDClassifier(loss="hinge", alpha=1e-4, random_state=seed))
+            for _ in range(max(1, int(epochs))):
+                model.partial_fit(Z_tr, y_tr, classes=classes)
+            pred, yte = da.compute(model.predict(Z_te), y_te)
+        else:
+            raise ValueError(f"classifier must be 'auto', 'linearsvc' or 'sgd'; got {classifier!r}")
+    out = {
+        "classifier": classifier,
+        "accuracy": float(accuracy_score(yte, pred)),
+        "n_train": n_train,
+        "n_test": int(len(yte)),
+        "train_seconds": t["seconds"],
+    }
+    if len(classes) == 2:
+        pos = classes.max() if positive_label is None else positive_label
+        out["f1"] = float(f1_score(yte, pred, pos_label=pos))
+    else:
+        out["f1_macro"] = float(f1_score(yte, pred, average="macro"))
+    return out

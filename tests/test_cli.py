@@ -1,0 +1,186 @@
+"""The ``dkrp`` command: CliRunner against a shared cluster, and one real scheduler + workers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dkrp.cli import main
+from dkrp.feature_store import open_features
+
+pytestmark = pytest.mark.cluster
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def scheduler_address():
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster.scheduler_address
+
+
+def _run(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+    return result
+
+
+def _covtype_csv():
+    from conftest import require_data
+
+    return require_data("covtype", "kaggle_forest_cover_train.csv")
+
+
+@pytest.mark.data
+def test_covtype_ingest_featurize_equals_in_memory_and_rerun_is_noop(tmp_path,
+                                                                      scheduler_address):
+    from dkrp import PolynomialRandomProjection
+    from dkrp.io import open_dataset
+
+    csv = _covtype_csv()
+    ds_path, out = tmp_path / "covtype.zarr", tmp_path / "features.zarr"
+    r = _run("ingest", csv, ds_path, "--label-column", "Cover_Type", "--drop-column", "Id",
+             "--chunk-rows", 2000)
+    assert r.exit_code == 0, r.output
+    assert "ingested 15120 rows x 54 features" in r.output
+    args = ["featurize", ds_path, out, "--method", "krp", "--degree", 2, "--n-components", 300,
+            "--n-hyperplanes", 200, "--seed", 5, "--scheduler", scheduler_address, "--quiet"]
+    r = _run(*args)
+    assert r.exit_code == 0, r.output
+    assert "featurized 15120 rows -> 300 float64 features" in r.output
+    assert "8 chunks written, 0 already done" in r.output and str(out.absolute()) in r.output
+
+    X = open_dataset(ds_path).X.compute()
+    krp = PolynomialRandomProjection(degree=2, n_components=300, n_hyperplanes=200,
+                                     random_state=5).fit(X)
+    Z = open_features(out).Z.compute()
+    assert np.allclose(Z, krp.transform(X), rtol=1e-10, atol=1e-10)
+    per_block = np.vstack([krp.transform(X[s : s + 2000]) for s in range(0, 15120, 2000)])
+    assert np.array_equal(Z, per_block)
+
+    r = _run(*args)  # the same command again: a no-op
+    assert r.exit_code == 0 and "0 chunks written, 8 already done" in r.output
+
+    r = _run(*[a if a != 5 else 6 for a in args])  # another seed: refused, no traceback
+    assert r.exit_code == 1
+    assert "seed (random_state): store 5, this run 6" in r.output and "--overwrite" in r.output
+    assert "Traceback" not in r.output
+
+    r = _run("info", out)
+    assert r.exit_code == 0
+    assert "shape (15120, 300) float64" in r.output and "complete (8/8 chunks done)" in r.output
+    assert "PolynomialRandomProjection seed 5" in r.output
+    r = _run("info", ds_path)
+    assert "dataset store" in r.output and "shape (15120, 54)" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["featurize", "missing.zarr", "out.zarr"], "does not exist"),
+        (["featurize", "x.npy", "out.zarr", "--method", "rff", "--n-hyperplanes", "3"],
+         "does not take option 'n_hyperplanes'"),
+        (["featurize", "x.npy", "out.zarr", "--gamma", "wide"], "must be a number or 'scale'"),
+        (["featurize", "x.npy", "out.zarr", "--n-features", "3"], "No such option"),
+        (["ingest", "missing.csv", "out.zarr"], "missing.csv"),
+    ],
+)
+def test_user_errors_are_one_line(tmp_path, args, message):
+    np.save(tmp_path / "x.npy", np.ones((4, 3)))
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        r = CliRunner().invoke(main, args)
+    finally:
+        os.chdir(old)
+    assert r.exit_code != 0
+    assert message in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_featurize_npy_with_rff_float32(tmp_path, scheduler_address):
+    X = np.random.default_rng(0).standard_normal((500, 6))
+    np.save(tmp_path / "x.npy", X)
+    r = _run("featurize", tmp_path / "x.npy", tmp_path / "f.zarr", "--method", "rff",
+             "--gamma", "scale", "--n-components", 20, "--dtype", "float32",
+             "--scheduler", scheduler_address, "-q")
+    assert r.exit_code == 0, r.output
+    fs = open_features(tmp_path / "f.zarr")
+    assert fs.Z.dtype == np.float32 and fs.Z.shape == (500, 20)
+    assert fs.spec["fitted"]["gamma_"] == pytest.approx(1 / (6 * X.var()), rel=1e-9)
+
+
+def test_demo_runs_on_digits(tmp_path, scheduler_address):
+    t0 = time.perf_counter()
+    r = _run("demo", "--scheduler", scheduler_address, "--quiet", "--workdir", tmp_path)
+    assert r.exit_code == 0, r.output
+    lines = {line.split("  ")[0]: line for line in r.output.splitlines()}
+    assert any(k.startswith("LinearSVC on KRP") for k in lines)
+    acc = {k: float(v.split()[-3]) for k, v in lines.items()
+           if k.startswith(("LinearSVC", "exact"))}
+    assert acc["LinearSVC on raw inputs"] < max(v for k, v in acc.items() if "KRP" in k)
+    assert min(acc.values()) > 0.9
+    assert time.perf_counter() - t0 < 60
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_featurize_against_real_scheduler_and_workers(tmp_path):
+    # `dask scheduler` + two `dask worker` processes on 127.0.0.1, then `dkrp featurize --scheduler`
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]), "DKRP_NUM_THREADS": "1"}
+    logs = [open(tmp_path / f"proc{i}.log", "wb") for i in range(3)]
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(port), "--dashboard-address", "127.0.0.1:0"],
+        env=env, stdout=logs[0], stderr=subprocess.STDOUT)]
+    try:
+        for i in (1, 2):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                 "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0",
+                 "--name", f"w{i}"],
+                env=env, stdout=logs[i], stderr=subprocess.STDOUT))
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+        X = np.random.default_rng(1).standard_normal((3000, 10))
+        np.save(tmp_path / "x.npy", X)
+        cmd = [sys.executable, "-c", "from dkrp.cli import main; main()", "featurize",
+               str(tmp_path / "x.npy"), str(tmp_path / "f.zarr"), "--n-components", "30",
+               "--n-hyperplanes", "60", "--scheduler", address, "--quiet"]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+        assert run.returncode == 0, run.stderr
+        assert "featurized 3000 rows -> 30 float64 features" in run.stdout
+        from dkrp import PolynomialRandomProjection
+
+        krp = PolynomialRandomProjection(n_components=30, n_hyperplanes=60, random_state=0)
+        Z = open_features(tmp_path / "f.zarr").Z.compute()
+        assert np.allclose(Z, krp.fit(X).transform(X), rtol=1e-10, atol=1e-10)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.close()

@@ -1,0 +1,171 @@
+"""dkrp.feature_store: resumable, idempotent Zarr v3 output (dask's local scheduler).
+
+The cluster-backed and kill tests are in test_reliability.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+
+from dkrp import PolynomialRandomProjection, RandomFourierFeatures
+from dkrp.feature_store import (
+    FeatureStoreError,
+    FeatureStoreMismatchError,
+    open_features,
+    plan_features,
+    write_features,
+)
+
+
+def store_digest(path) -> dict:
+    """Relative path -> sha256 of every file in a store."""
+    path = Path(path)
+    return {
+        str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(path.rglob("*"))
+        if f.is_file()
+    }
+
+
+def _krp(seed=3, **params):
+    params = {"n_components": 40, "n_hyperplanes": 80, "random_state": seed, **params}
+    return PolynomialRandomProjection(**params).fit_n_features(12)
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((1000, 12))
+
+
+def test_write_then_rerun_is_a_noop(tmp_path, data):
+    X = da.from_array(data, chunks=(100, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    summary = write_features(X, krp, out, progress=False)
+    assert summary["chunks_written"] == 10 and summary["chunks_skipped"] == 0
+    assert summary["rows"] == 1000 and summary["rows_per_second"] > 0
+    assert summary["path"] == str(out.absolute())
+    fs = open_features(out)
+    assert fs.complete and fs.Z.chunks[0] == (100,) * 10
+    assert np.array_equal(fs.Z.compute(), np.vstack(
+        [krp.transform(data[s : s + 100]) for s in range(0, 1000, 100)]))
+    assert fs.projector().spec_checksum_ == krp.spec_checksum_
+    attrs = zarr.open_group(str(out), mode="r").attrs
+    assert attrs["spec"]["checksum"] == krp.spec_checksum_
+    assert attrs["manifest"]["numpy"] == np.__version__
+    assert attrs["input"]["shape"] == [1000, 12]
+
+    before = store_digest(out)
+    again = write_features(X, krp, out, progress=False)
+    assert again["chunks_written"] == 0 and again["chunks_skipped"] == 10
+    assert store_digest(out) == before
+
+
+def test_same_job_gives_byte_identical_stores(tmp_path, data):
+    X = da.from_array(data, chunks=(100, 12))
+    write_features(X, _krp(), tmp_path / "a.zarr", progress=False)
+    write_features(X, _krp(), tmp_path / "b.zarr", progress=False)
+    assert store_digest(tmp_path / "a.zarr") == store_digest(tmp_path / "b.zarr")
+    write_features(X, _krp(seed=4), tmp_path / "c.zarr", progress=False)
+    assert store_digest(tmp_path / "a.zarr") != store_digest(tmp_path / "c.zarr")
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"projector": _krp(seed=4)}, "seed"),
+        ({"projector": _krp(n_components=41)}, "n_components"),
+        ({"dtype": "float32"}, "dtype"),
+        ({"input": "other"}, "input edge_rows_sha256"),
+        ({"projector": RandomFourierFeatures(n_components=40, random_state=3)
+          .fit_n_features(12)}, "projector class"),
+    ],
+)
+def test_resume_with_another_run_is_refused_and_store_unchanged(tmp_path, data, change, named):
+    # R8
+    X = da.from_array(data, chunks=(100, 12))
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(), out, progress=False)
+    before = store_digest(out)
+    other = X
+    if change.get("input") == "other":
+        other = da.from_array(data[::-1].copy(), chunks=(100, 12))
+    with pytest.raises(FeatureStoreMismatchError, match=named) as info:
+        write_features(other, change.get("projector", _krp()), out, progress=False,
+                       dtype=change.get("dtype"))
+    assert "Nothing was changed" in str(info.value) and "overwrite" in str(info.value)
+    assert store_digest(out) == before
+    # overwrite=True replaces it
+    summary = write_features(other, change.get("projector", _krp()), out, progress=False,
+                             dtype=change.get("dtype"), overwrite=True)
+    assert summary["chunks_written"] == 10
+
+
+def test_not_a_feature_store_is_never_removed(tmp_path, data):
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(FeatureStoreError, match="not a dkrp feature store"):
+        write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
+    assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_incomplete_store_refused(tmp_path, data):
+    # R10: a run that stopped at a NaN leaves an incomplete store, which readers refuse
+    bad = data.copy()
+    bad[713, 2] = np.nan  # partition 7, local row 13
+    out = tmp_path / "f.zarr"
+    with pytest.raises(ValueError, match=r"partition 7, local row 13, global row 713"):
+        write_features(da.from_array(bad, chunks=(100, 12)), _krp(), out, progress=False)
+    assert zarr.open_group(str(out), mode="r").attrs["complete"] is False
+    with pytest.raises(FeatureStoreError, match="incomplete.*Run the same featurize command"):
+        open_features(out)
+    partial = open_features(out, allow_incomplete=True)
+    assert not partial.complete
+    assert np.isnan(partial.Z[700:800].compute()).all()  # never written: fill value NaN
+    # without provenance the fingerprint sees shape, dtype and the edge rows only, so a
+    # fixed row inside is a resume: the chunks not done (7 and any after it) are written
+    done = np.asarray(zarr.open_array(str(out / "done"), mode="r")[:])
+    summary = write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
+    assert summary["chunks_written"] == int((done == 0).sum()) >= 1
+    assert open_features(out).complete
+
+
+def test_misaligned_blocks_are_rechunked_onto_the_chunk_grid(tmp_path, data):
+    # R11: irregular dask blocks would make two tasks share a Zarr chunk
+    X = da.from_array(data, chunks=((300, 50, 250, 400), (12,)))
+    krp = _krp()
+    plan = plan_features(X, krp, tmp_path / "f.zarr")
+    assert plan["action"] == "create" and plan["X"].chunks[0] == (400, 400, 200)
+    write_features(X, krp, tmp_path / "f.zarr", progress=False)
+    Z = open_features(tmp_path / "f.zarr").Z
+    assert zarr.open_array(str(tmp_path / "f.zarr" / "Z"), mode="r").chunks == (400, 40)
+    assert np.allclose(Z.compute(), krp.transform(data), rtol=1e-12, atol=1e-12)
+    # a rerun with yet another chunking follows the store's grid: a no-op
+    again = write_features(da.from_array(data, chunks=(128, 12)), krp, tmp_path / "f.zarr",
+                           progress=False)
+    assert again["chunks_written"] == 0
+
+
+def test_progress_callback_and_float32(tmp_path, data):
+    calls = []
+    X = da.from_array(data.astype(np.float32), chunks=(250, 12))
+    summary = write_features(X, _krp(), tmp_path / "f.zarr",
+                             progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (4, 4) and summary["dtype"] == "float32"
+    assert open_features(tmp_path / "f.zarr").Z.dtype == np.float32
+
+
+def test_open_features_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No feature store"):
+        open_features(tmp_path / "missing.zarr")
+    zarr.open_group(str(tmp_path / "other.zarr"), mode="w")
+    with pytest.raises(FeatureStoreError, match="not a dkrp feature store"):
+        open_features(tmp_path / "other.zarr")

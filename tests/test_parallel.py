@@ -1,0 +1,184 @@
+"""dkrp.parallel on a real LocalCluster of worker processes: featurize, fit, cluster checks."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dkrp import PolynomialRandomProjection, RandomFourierFeatures, SpecError
+from dkrp.parallel import check_workers, featurize, fit_dask, start_local_cluster
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    from distributed import Client
+
+    with Client(cluster) as client:
+        yield client
+
+
+def _krp(n_features=64, **params):
+    params = {"n_components": 96, "n_hyperplanes": 200, "n_terms": 2, "random_state": 7, **params}
+    return PolynomialRandomProjection(**params).fit_n_features(n_features)
+
+
+def test_featurize_matches_in_memory_transform(client):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 64))
+    krp = _krp()
+    Xd = da.from_array(X, chunks=(700, 64))
+    Z = featurize(Xd, krp)
+    assert Z.chunks == (Xd.chunks[0], (96,))
+    assert Z.dtype == np.float64
+    # the same row blocks in memory give the same bits
+    blocks = [krp.transform(X[s : s + 700]) for s in range(0, 3000, 700)]
+    assert np.array_equal(Z.compute(), np.vstack(blocks))
+
+
+def test_graph_is_small_deterministic_and_lazy():
+    rng = np.random.default_rng(1)
+    Xd = da.from_array(rng.standard_normal((1000, 64)), chunks=(250, 64))
+    krp = _krp()
+    a, b = featurize(Xd, krp), featurize(Xd, krp)
+    assert a.name == b.name and set(a.dask) == set(b.dask)  # deterministic keys
+    # another seed, another graph
+    assert featurize(Xd, _krp(random_state=8)).name != a.name
+    # only the JSON spec travels: each featurize task pickles to a few KB, while the
+    # pool alone is 200 x 64 float64 = 100 KB
+    import cloudpickle
+
+    layer = a.dask.layers[a.name]
+    sizes = [len(cloudpickle.dumps(task)) for task in dict(layer).values()]
+    assert len(sizes) == 4 and max(sizes) < 8_000
+    assert a.dask.layers[a.name].__class__.__name__  # still a lazy graph, nothing computed
+
+
+def test_csr_blocks_equal_dense(client):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((1200, 64)) * (rng.random((1200, 64)) < 0.1)
+    krp = _krp()
+    dense = da.from_array(X, chunks=(400, 64))
+    sparse = dense.map_blocks(sp.csr_matrix, dtype=X.dtype, meta=sp.csr_matrix((0, 0)))
+    assert np.allclose(featurize(sparse, krp).compute(), featurize(dense, krp).compute(),
+                       rtol=1e-12, atol=1e-12)
+
+
+def test_float32_preserved_zero_rows_and_dtype_override(client):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((500, 64)).astype(np.float32)
+    krp = _krp()
+    Z = featurize(da.from_array(X, chunks=(200, 64)), krp)
+    assert Z.dtype == np.float32 and Z.compute().dtype == np.float32
+    empty = featurize(da.from_array(X[:0], chunks=(0, 64)), krp).compute()
+    assert empty.shape == (0, 96)
+    Z64 = featurize(da.from_array(X, chunks=(200, 64)), krp, dtype="float64")
+    assert Z64.compute().dtype == np.float64
+    ints = featurize(da.from_array(np.arange(640).reshape(10, 64), chunks=(5, 64)), krp)
+    assert ints.dtype == np.float64
+
+
+def test_wrong_feature_count_refused_before_any_task_runs():
+    # R13: scikit-learn's wording, raised while building the graph (nothing computed)
+    X = da.zeros((100, 63), chunks=(10, 63))
+    msg = "X has 63 features, but PolynomialRandomProjection is expecting 64 features as input."
+    with pytest.raises(ValueError, match=msg):
+        featurize(X, _krp())
+
+
+@pytest.mark.parametrize(
+    ("X", "match"),
+    [
+        (da.zeros((10,), chunks=5), "Expected 2D array, got 1D array"),
+        (da.from_array(np.array([["a"] * 64] * 4)), "not numeric"),
+    ],
+)
+def test_bad_input_refused(X, match):
+    with pytest.raises(ValueError, match=match):
+        featurize(X, _krp())
+
+
+def test_nan_names_partition_and_global_row(client):
+    # R12: NaN at partition 7, local row 13 (blocks of 100 rows -> global row 713)
+    X = np.random.default_rng(4).standard_normal((1000, 64))
+    X[713, 5] = np.nan
+    with pytest.raises(ValueError, match=r"Input X contains NaN \(at partition 7, local row 13, "
+                                         r"global row 713\)"):
+        featurize(da.from_array(X, chunks=(100, 64)), _krp()).compute()
+    X[713, 5] = np.inf
+    with pytest.raises(ValueError,
+                       match=r"Input X contains infinity .*partition 7.*global row 713"):
+        featurize(da.from_array(X, chunks=(100, 64)), _krp()).compute()
+
+
+def test_fit_dask_data_independent_and_gamma_scale(client):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((2000, 16)) * 3.0
+    Xd = da.from_array(X, chunks=(500, 16))
+    krp = PolynomialRandomProjection(n_components=8, n_hyperplanes=16, random_state=0)
+    assert fit_dask(krp, Xd) is krp and krp.n_features_in_ == 16
+    rff = RandomFourierFeatures(n_components=32, gamma="scale", random_state=0)
+    rff.fit(Xd)  # dispatches to fit_dask
+    ref = RandomFourierFeatures(n_components=32, gamma="scale", random_state=0).fit(X)
+    assert rff.gamma_ == pytest.approx(ref.gamma_, rel=1e-10)
+    assert np.allclose(rff.transform(Xd).compute(), ref.transform(X), atol=1e-9)
+
+
+def test_check_workers_all_equal_and_names_a_perturbed_worker(client):
+    # R1: every worker regenerates the client's hyperplanes; R20: one that does not is named
+    krp = _krp(n_hyperplanes=600)  # > BLOCK_SIZE: several seed blocks
+    checksums = check_workers(client, krp)
+    assert len(checksums) == 2 and set(checksums.values()) == {krp.spec_checksum_}
+
+    victim = sorted(client.scheduler_info()["workers"])[0]
+
+    def perturb_generator():
+        import dkrp._random
+
+        dkrp._random.BLOCK_SIZE = 128  # another stream layout: other hyperplanes
+
+    def restore_generator():
+        import dkrp._random
+
+        dkrp._random.BLOCK_SIZE = 256
+
+    client.run(perturb_generator, workers=[victim])
+    try:
+        with pytest.raises(SpecError, match=f"worker {victim}") as info:
+            check_workers(client, krp)
+        assert "1 of 2 workers" in str(info.value)
+        # a featurize task on that worker refuses too, naming it
+        Xd = da.ones((10, 64), chunks=(10, 64))
+        fut = client.compute(featurize(Xd, _krp(n_hyperplanes=600, random_state=99)),
+                             workers=[victim])
+        with pytest.raises(SpecError, match=f"On worker {victim}"):
+            fut.result()
+    finally:
+        client.run(restore_generator, workers=[victim])
+
+
+def test_embedded_cluster_listens_on_loopback_only(cluster, client):
+    # R15: scheduler, dashboard and nannies (this process) and every worker process
+    psutil = pytest.importorskip("psutil")
+    pids = {os.getpid(), *client.run(os.getpid).values()}
+    listening = []
+    for pid in pids:
+        for conn in psutil.Process(pid).net_connections(kind="inet"):
+            if conn.status == psutil.CONN_LISTEN:
+                listening.append((pid, conn.laddr.ip, conn.laddr.port))
+    assert len(listening) >= 2 + 2 * len(pids) - 2  # scheduler+dashboard, worker+http each
+    assert all(ipaddress.ip_address(ip).is_loopback for _, ip, _ in listening), listening
+    assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
