@@ -64,6 +64,7 @@ import logging
 import lzma
 import math
 import os
+import re
 import shutil
 import time
 import uuid
@@ -102,7 +103,7 @@ _CSV_SUFFIXES = {".csv"}
 _NPY_SUFFIXES = {".npy"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}
 _COMPRESSION_OPENERS = {".bz2": bz2.open, ".gz": gzip.open, ".xz": lzma.open}
-_FORMATS = ("libsvm", "csv", "npy", "parquet")
+_FORMATS = ("libsvm", "csv", "npy", "parquet", "idx")
 # bytes.split() separators, i.e. what scikit-learn's svmlight parser treats as blank
 _ASCII_WHITESPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
 _ZARR_CONFIG = {"write_empty_chunks": True}
@@ -213,6 +214,8 @@ def _resolve_format(path: Path, fmt: str | None) -> str:
         return fmt
     stem = path.with_suffix("") if _compression_suffix(path) else path
     suffix = stem.suffix.lower()
+    if suffix == ".idx" or re.search(r"idx\d-ubyte$", stem.name):
+        return "idx"
     for fmt_name, suffixes in (
         ("libsvm", _LIBSVM_SUFFIXES),
         ("csv", _CSV_SUFFIXES),
@@ -353,8 +356,9 @@ def ingest(
     zero_based: bool | str = "auto",
     parse_bytes: int | None = None,
     scheduler=None,
+    labels=None,
 ) -> zarr.Group:
-    """Convert a LIBSVM, CSV, ``.npy`` or Parquet file into a dkrp dataset store (Zarr v3).
+    """Convert a LIBSVM, CSV, ``.npy``, Parquet or IDX file into a dkrp dataset store (Zarr v3).
 
     Parameters
     ----------
@@ -362,10 +366,12 @@ def ingest(
         Input file. LIBSVM/svmlight text (``.txt``, ``.svm``, ``.libsvm``, ``.svmlight``, or any
         name whose first line looks like LIBSVM), optionally ``.bz2``/``.gz``/``.xz``
         compressed; CSV with a header row (compression as pandas infers it); ``.npy`` (2-D,
-        numeric); Parquet (``.parquet``/``.pq``, needs ``pip install dkrp[parquet]``).
+        numeric); Parquet (``.parquet``/``.pq``, needs ``pip install dkrp[parquet]``); IDX
+        (MNIST-style ``*-idx3-ubyte`` images, optionally ``.gz``; each image becomes one row
+        of raw values, unscaled).
     dest : str or os.PathLike
         Directory of the store to create.
-    fmt : {"libsvm", "csv", "npy", "parquet"}, optional
+    fmt : {"libsvm", "csv", "npy", "parquet", "idx"}, optional
         Input format; inferred from the file name (then the first line) when None.
     label_column : str, optional
         CSV/Parquet column stored as ``y``; without it no ``y`` is written. LIBSVM labels are
@@ -392,6 +398,8 @@ def ingest(
         of the file, between 1 and 32 MiB).
     scheduler : str, optional
         Dask scheduler for the parallel passes; default: the active one.
+    labels : str or os.PathLike, optional
+        IDX only: the matching ``*-idx1-ubyte`` labels file, stored as ``y``.
 
     Returns
     -------
@@ -449,6 +457,8 @@ def ingest(
         raise ValueError("label_column and drop_columns do not apply to LIBSVM input")
     if fmt != "libsvm" and sparse:
         raise ValueError(f"sparse=True is only supported for LIBSVM input, not {fmt}")
+    if labels is not None and fmt != "idx":
+        raise ValueError("labels= is for IDX input (a separate labels file); use label_column")
     if fmt == "npy" and label_column is not None:
         raise ValueError(".npy input has no named columns; label_column cannot be used")
     _check_dest(dest, overwrite)
@@ -462,6 +472,7 @@ def ingest(
         "dtype": dtype.name,
         "sparse": sparse,
         "zero_based": zero_based,
+        "labels": None if labels is None else str(Path(labels).expanduser().absolute()),
     }
     logger.info("ingest %s (%s) -> %s", source, fmt, dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -496,6 +507,8 @@ def ingest(
             info = _ingest_csv(source, group, label_column, drop_columns, **common)
         elif fmt == "npy":
             info = _ingest_npy(source, tmp, group, scheduler=scheduler, **common)
+        elif fmt == "idx":
+            info = _ingest_idx(source, group, labels, **common)
         else:
             info = _ingest_parquet(
                 source, tmp, group, label_column, drop_columns, scheduler=scheduler, **common
@@ -990,6 +1003,70 @@ def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler)
         "chunk_rows": chunk_rows,
         "has_labels": False,
         "label_dtype": None,
+    }
+
+
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path) -> np.ndarray:
+    """Read an IDX file (MNIST's format; ``.gz`` allowed) into an array of its shape.
+
+    Raises a ValueError naming the file when the header or the length is wrong.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"IDX file {path} does not exist")
+    with _open_maybe_compressed(path) as handle:
+        raw = handle.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise ValueError(f"{path}: not an IDX file (bad magic number {raw[:4]!r})")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    dims = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    expected = header + int(np.prod(dims)) * dtype.itemsize
+    if len(raw) != expected:
+        raise ValueError(
+            f"{path}: IDX header says shape {dims} ({expected} bytes) but the file has "
+            f"{len(raw)} bytes (truncated or corrupt)"
+        )
+    return np.frombuffer(raw, dtype, offset=header).reshape(dims)
+
+
+def _ingest_idx(source, group, labels, *, n_features, chunk_rows, dtype):
+    images = read_idx(source)
+    X = images.reshape(images.shape[0], -1)
+    n_samples, width = X.shape
+    if n_features is not None and n_features != width:
+        raise ValueError(f"{source}: n_features={n_features} but each image has {width} values")
+    y = None
+    if labels is not None:
+        y = read_idx(Path(labels).expanduser()).reshape(-1)
+        if y.shape[0] != n_samples:
+            raise ValueError(
+                f"{labels} holds {y.shape[0]} labels but {source} holds {n_samples} images"
+            )
+    if chunk_rows is None:
+        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+    if y is not None:
+        label_dtype = _label_dtype(True)
+        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
+    for r0 in range(0, n_samples, chunk_rows):
+        r1 = min(n_samples, r0 + chunk_rows)
+        group["X"][r0:r1] = X[r0:r1].astype(dtype)
+        if y is not None:
+            group["y"][r0:r1] = y[r0:r1].astype(label_dtype)
+    return {
+        "n_samples": int(n_samples),
+        "n_features": int(width),
+        "storage": "dense",
+        "dtype": dtype.name,
+        "chunk_rows": chunk_rows,
+        "has_labels": y is not None,
+        "label_dtype": None if y is None else np.dtype(label_dtype).name,
+        **({"labels_sha256": file_sha256(labels)} if labels is not None else {}),
     }
 
 

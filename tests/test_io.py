@@ -375,3 +375,34 @@ def test_sigkilled_ingest_leaves_no_dest(tmp_path):
     (leftover,) = tmp_path.glob(".big.zarr.ingest-*")
     with pytest.raises(ValueError, match="is incomplete"):
         open_dataset(leftover)
+
+
+def test_idx_ingest_of_real_mnist_test_images(tmp_path):
+    from conftest import require_data
+
+    images = require_data("mnist", "t10k-images-idx3-ubyte.gz")
+    labels = require_data("mnist", "t10k-labels-idx1-ubyte.gz")
+    from dkrp.io import ingest, open_dataset, read_idx
+
+    ingest(images, tmp_path / "mnist.zarr", labels=labels, dtype="float32", chunk_rows=2500)
+    ds = open_dataset(tmp_path / "mnist.zarr")
+    raw = read_idx(images).reshape(10000, 784)
+    assert ds.X.shape == (10000, 784) and ds.X.chunks[0] == (2500,) * 4
+    np.testing.assert_array_equal(ds.X.compute(), raw.astype(np.float32))
+    np.testing.assert_array_equal(ds.y.compute(), read_idx(labels))
+    assert ds.attrs["source_format"] == "idx"
+
+
+def test_idx_errors_name_the_file(tmp_path):
+    import gzip
+
+    from dkrp.io import ingest, read_idx
+
+    bad = tmp_path / "bad-idx3-ubyte.gz"
+    with gzip.open(bad, "wb") as f:
+        f.write(b"\x00\x00\x08\x03" + (5).to_bytes(4, "big") + (2).to_bytes(4, "big") * 2 + b"\x01" * 7)
+    with pytest.raises(ValueError, match="bad-idx3-ubyte.gz: IDX header says shape \\(5, 2, 2\\)"):
+        read_idx(bad)
+    with pytest.raises(ValueError, match="bad-idx3-ubyte.gz"):
+        ingest(bad, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()
