@@ -14,7 +14,8 @@ import dkrp
 from dkrp.kernels import kernel_diagonal, kernel_matrix
 from dkrp.metrics import kernel_approximation_error
 
-Z_BAND = 4.5
+from dkrp.testing import assert_unbiased as _assert_unbiased
+from dkrp.testing import estimates_over_seeds
 
 
 def _pairs_data(d=5, n=4, seed=0):
@@ -22,27 +23,8 @@ def _pairs_data(d=5, n=4, seed=0):
     return X / np.linalg.norm(X, axis=1, keepdims=True) * 1.3
 
 
-def _assert_unbiased(samples, exact, what):
-    samples = np.asarray(samples)  # (N, ...) estimates
-    mean = samples.mean(axis=0)
-    se = samples.std(axis=0, ddof=1) / np.sqrt(samples.shape[0])
-    z = np.abs(mean - exact) / np.maximum(se, 1e-12 * np.abs(exact).max())
-    worst = np.unravel_index(np.argmax(z), z.shape)
-    assert z.max() < Z_BAND, (
-        f"{what}: entry {worst} mean {mean[worst]:.5g} vs exact {exact[worst]:.5g} "
-        f"({z.max():.2f} standard errors)"
-    )
-
-
 def _estimates(make, X, n_seeds):
-    grams, dists = [], []
-    for seed in range(n_seeds):
-        Z = make(seed).fit(X).transform(X)
-        G = Z @ Z.T
-        sq = np.diag(G)
-        grams.append(G)
-        dists.append(sq[:, None] + sq[None, :] - 2 * G)
-    return np.array(grams), np.array(dists)
+    return estimates_over_seeds(make, X, n_seeds)
 
 
 KRP_CASES = [
