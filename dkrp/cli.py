@@ -1,4 +1,5 @@
-"""The ``dkrp`` command (also ``dask dkrp``): ingest, featurize, info, demo.
+"""The ``dkrp`` command (also ``dask dkrp`` and ``python -m dkrp``): ingest, featurize,
+info, methods, demo.
 
 The only place in dkrp that prints. User errors (missing files, bad parameters,
 a store made by another run, NaN in the input) become ``click.ClickException``:
@@ -87,11 +88,26 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit):
         raise
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="dkrp", context_settings={"help_option_names": ["-h", "--help"]},
+             short_help="Distributed kernelized random projections on Dask (dkrp).")
 @click.version_option(package_name="dkrp", message="dkrp %(version)s")
 @click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
 def main(verbose):
-    """Distributed kernelized random projections and random features on Dask."""
+    """Distributed kernelized random projections and random features on Dask.
+
+    Convert data to a Zarr dataset store (ingest), featurize it into a resumable
+    Zarr feature store on a Dask cluster (featurize), and inspect stores (info).
+    Without --scheduler, featurize and demo start an embedded local cluster of
+    worker processes bound to 127.0.0.1. Run `dkrp COMMAND --help` for details.
+
+    \b
+    Examples:
+      dkrp ingest covtype.csv covtype.zarr --label-column Cover_Type --drop-column Id
+      dkrp featurize covtype.zarr covtype-krp.zarr --n-components 2000 --seed 0
+      dkrp info covtype-krp.zarr
+      dkrp methods
+      dkrp demo --dataset digits
+    """
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     # distributed installs its own INFO handler when imported; keep the terminal to our
@@ -102,7 +118,7 @@ def main(verbose):
         logging.getLogger(name).setLevel(level)
 
 
-@main.command()
+@main.command(short_help="Convert LIBSVM, CSV, .npy or Parquet into a Zarr dataset store.")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("dest", type=click.Path(file_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["libsvm", "csv", "npy", "parquet"]),
@@ -120,7 +136,18 @@ def main(verbose):
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
 def ingest(src, dest, fmt, label_column, drop_columns, n_features, chunk_rows, sparse, dtype,
            overwrite):
-    """Convert SRC (LIBSVM, CSV, .npy, Parquet) into a Zarr v3 dataset store DEST."""
+    """Convert SRC (LIBSVM, CSV, .npy, Parquet) into a Zarr v3 dataset store DEST.
+
+    DEST holds X chunked by rows (about 64 MiB per chunk unless --chunk-rows is
+    given), the labels y when there are any, and the source's path, SHA-256 and the
+    ingest options. LIBSVM files are parsed in parallel chunks and can stay sparse.
+
+    \b
+    Examples:
+      dkrp ingest train.csv covtype.zarr --label-column Cover_Type --drop-column Id
+      dkrp ingest w8a w8a.zarr --format libsvm --n-features 300 --sparse
+      dkrp ingest X.npy x.zarr --chunk-rows 100000 --dtype float32
+    """
     import time
 
     from . import io
@@ -171,37 +198,69 @@ def _open_input(path):
     )
 
 
-@main.command()
+@main.command(short_help="Featurize a dataset into a resumable Zarr feature store.")
 @click.argument("input_path", metavar="IN", type=click.Path())
 @click.argument("output", metavar="OUT.zarr", type=click.Path(file_okay=False))
 @click.option("--method", type=click.Choice(method_names()), default="krp", show_default=True,
               help="Feature map.")
-@click.option("--degree", type=click.IntRange(min=1), help="Polynomial degree g.")
-@click.option("--n-components", type=click.IntRange(min=1), help="Output dimension k.")
-@click.option("--n-hyperplanes", type=click.IntRange(min=1), help="KRP pool size p.")
-@click.option("--n-terms", type=click.IntRange(min=1), help="KRP product terms t.")
-@click.option("--distribution", type=click.Choice(["gaussian", "achlioptas"]))
+@click.option("--degree", type=click.IntRange(min=1), help="Polynomial kernel degree g.")
+@click.option("--n-components", type=click.IntRange(min=1),
+              help="Output dimension k (for nystroem also the number of landmarks).")
+@click.option("--n-hyperplanes", type=click.IntRange(min=1),
+              help="Pool size p: hyperplanes for krp, landmarks for kg-rp.")
+@click.option("--n-terms", type=click.IntRange(min=1),
+              help="Product terms t per component (krp, prp), landmarks per direction (kg-rp).")
+@click.option("--distribution", type=click.Choice(["gaussian", "achlioptas"]),
+              help="Distribution of the hyperplane entries (krp, explicit, prp).")
 @click.option("--density", help="Achlioptas density 1/s (a number or 'auto').")
-@click.option("--kernel", help="Kernel name for methods that take one (e.g. gaussian).")
+@click.option("--pool", type=click.Choice(["iid", "orthogonal", "tight_frame", "structured"]),
+              help="How the hyperplane pool is built (krp; rff takes iid, orthogonal, "
+                   "structured): iid rows as in the paper (default), orthogonal blocks, a "
+                   "tight frame, or structured Hadamard blocks (fast Walsh-Hadamard transform).")
+@click.option("--index-design", type=click.Choice(["random", "balanced"]),
+              help="How krp components pick pool rows: random subsets (default) or balanced "
+                   "(every pool row used equally often).")
+@click.option("--kernel",
+              help="Kernel for methods that take one: homogeneous_polynomial, polynomial, "
+                   "gaussian or laplacian (see `dkrp methods`).")
 @click.option("--gamma", help="Kernel width (a number or 'scale').")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Random seed; the same seed gives the same features on any cluster.")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]),
               help="Output dtype (default: float32 for float32 input, else float64).")
 @_cluster_options
+@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Run a partition's task up to N more times when it raises (e.g. a "
+                   "transient I/O error). Workers that die are handled by Dask itself "
+                   "(distributed.scheduler.allowed-failures).")
 @click.option("--overwrite", is_flag=True,
               help="Replace a store made by another spec or input (default: refuse).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
-              distribution, density, kernel, gamma, seed, dtype, scheduler, scheduler_file,
-              n_workers, memory_limit, overwrite, quiet):
+              distribution, density, pool, index_design, kernel, gamma, seed, dtype, scheduler,
+              scheduler_file, n_workers, memory_limit, retries, overwrite, quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
-    Re-running the same command after a crash writes only the missing chunks; a
-    finished store makes it a no-op.
+    Only the method's seed and parameters (a JSON spec of a few KB) go to the
+    workers; each regenerates the hyperplanes, checks their checksum and writes its
+    own chunks. The same seed gives the same features on any cluster. Re-running
+    the same command after a crash writes only the missing chunks; on a finished
+    store it is a no-op; a store made by another spec or input is refused unless
+    --overwrite. Data-dependent methods (nystroem, kg-rp, pca) first make exactly
+    one pass over IN to fit. `dkrp methods` lists the methods and their options.
+
+    \b
+    Examples:
+      dkrp featurize covtype.zarr krp.zarr --degree 2 --n-components 2000 --seed 0
+      dkrp featurize mnist.zarr sorf.zarr --pool structured --n-hyperplanes 1024 --n-terms 30
+      dkrp featurize x.npy rff.zarr --method rff --gamma scale --dtype float32
+      dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
+      dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
     """
+    import time
+
     from .feature_store import input_fingerprint, plan_features, write_features
-    from .methods import make_projector
+    from .methods import fit_pass_message, make_projector
     from .parallel import check_workers
 
     density = _parse_float_or("--density", density, "auto")
@@ -210,8 +269,8 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         X, source = _open_input(input_path)
         projector = make_projector(
             method, degree=degree, n_components=n_components, n_hyperplanes=n_hyperplanes,
-            n_terms=n_terms, distribution=distribution, density=density, kernel=kernel,
-            gamma=gamma, random_state=seed,
+            n_terms=n_terms, distribution=distribution, density=density, pool=pool,
+            index_design=index_design, kernel=kernel, gamma=gamma, random_state=seed,
         )
         fingerprint = input_fingerprint(X, source=source)
         summary = None
@@ -226,11 +285,17 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         if summary is None:
             with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
                 if projector.data_dependent:
+                    if not quiet:
+                        click.echo(f"fit: {fit_pass_message(method, projector)}...", err=True)
+                    t_fit = time.perf_counter()
                     projector.fit(X)
+                    if not quiet:
+                        click.echo(f"fit: done in {time.perf_counter() - t_fit:.1f} s",
+                                   err=True)
                 check_workers(client, projector)
                 summary = write_features(X, projector, output, client=client,
                                          overwrite=overwrite, progress=not quiet, dtype=dtype,
-                                         fingerprint=fingerprint)
+                                         fingerprint=fingerprint, retries=retries)
     rows, seconds = summary["rows"], summary["seconds"]
     click.echo(
         f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
@@ -276,11 +341,17 @@ def _info_lines(path: Path):
         yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
 
 
-@main.command()
+@main.command(short_help="Describe a dataset or feature store.")
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the raw attributes as JSON.")
 def info(store, as_json):
-    """Describe a dataset or feature store: shape, completeness, spec, provenance."""
+    """Describe a dataset or feature store: shape, completeness, spec, provenance.
+
+    \b
+    Examples:
+      dkrp info covtype.zarr
+      dkrp info krp.zarr --json
+    """
     path = Path(store).absolute()
     if as_json:
         import zarr
@@ -293,7 +364,79 @@ def info(store, as_json):
         click.echo(line)
 
 
-@main.command()
+#: featurize's flag for each generic option of dkrp.methods (random_state is --seed)
+OPTION_FLAGS = {
+    "degree": "--degree",
+    "n_components": "--n-components",
+    "n_hyperplanes": "--n-hyperplanes",
+    "n_terms": "--n-terms",
+    "distribution": "--distribution",
+    "density": "--density",
+    "pool": "--pool",
+    "index_design": "--index-design",
+    "kernel": "--kernel",
+    "gamma": "--gamma",
+    "random_state": "--seed",
+}
+
+
+def method_flags(name):
+    """``(flags, python_only)``: featurize's flags that ``name`` takes, and the class
+    parameters it takes that have no flag (set them from Python)."""
+    from .methods import METHODS
+
+    info = METHODS[name]
+    generic = {target: option for option, target in info.aliases.items()}
+    flags, python_only = [], []
+    for param in info.options:
+        option = generic.get(param, param)
+        if option in OPTION_FLAGS:
+            flag = OPTION_FLAGS[option]
+            flags.append(flag if option == param else f"{flag} ({param})")
+        else:
+            python_only.append(param)
+    return flags, python_only
+
+
+@main.command(short_help="List the --method feature maps and their options.")
+def methods():
+    """List the feature maps that `dkrp featurize --method` takes, with their options.
+
+    Options a method does not take are refused (not silently ignored) by
+    featurize. Data-dependent methods make exactly one pass over the input to fit.
+
+    \b
+    Example:
+      dkrp methods
+    """
+    from .methods import METHODS, method_names
+
+    indent = " " * 14
+
+    def echo(text, first=indent):
+        click.echo(click.wrap_text(text, width=88, initial_indent=first,
+                                   subsequent_indent=indent + "  "))
+
+    for name in method_names():
+        info = METHODS[name]
+        flags, python_only = method_flags(name)
+        echo(info.summary, first=f"{name:<14}")
+        if info.data_dependent:
+            echo("data-dependent: exactly one pass over the input to fit "
+                 f"({info.fit_pass.format_map(_Placeholders())})")
+        echo(f"options: {' '.join(flags)}")
+        if python_only:
+            echo(f"Python API only: {', '.join(python_only)}")
+
+
+class _Placeholders(dict):
+    """Leaves ``{name}`` for fields of a fit_pass text (``n_landmarks`` -> ``p``)."""
+
+    def __missing__(self, key):
+        return {"n_components": "k", "n_landmarks": "p"}.get(key, key)
+
+
+@main.command(short_help="Compare KRP, RFF and raw linear SVMs on a dataset, end to end.")
 @click.option("--dataset",
               type=click.Choice(["digits", "mnist", "fashion-mnist", "covtype", "w8a"]),
               default="digits", show_default=True,
@@ -306,7 +449,17 @@ def info(store, as_json):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers, memory_limit,
          quiet):
-    """Featurize a dataset with KRP and RFF on a Dask cluster, train linear SVMs, compare."""
+    """Featurize a dataset with KRP and RFF on a Dask cluster, train linear SVMs, compare.
+
+    Runs the whole pipeline (dataset store, feature stores, training) and prints
+    the accuracy and time of each model beside a linear SVM on the raw inputs.
+
+    \b
+    Examples:
+      dkrp demo
+      dkrp demo --dataset mnist --max-train 20000 --workdir demo-stores
+      dkrp demo --dataset covtype --scheduler tcp://10.0.0.5:8786
+    """
     import time
 
     from .evaluation import run_demo

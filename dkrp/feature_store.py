@@ -34,7 +34,9 @@ Protocol
 4. After every chunk is done, ``complete: true`` is written, last.
 
 A rerun reads ``done`` and schedules only the missing chunks; finished chunk files
-are not rewritten. Readers (:func:`open_features`) refuse incomplete stores.
+are not rewritten. It also deletes Zarr's temporary ``*.partial`` files that a writer
+killed mid-write left behind (a single writer per store is assumed, as everywhere
+here). Readers (:func:`open_features`) refuse incomplete stores.
 
 Only local (or shared POSIX) file systems are supported: workers write chunk files
 themselves, so the path must be visible to every worker.
@@ -61,6 +63,7 @@ __all__ = [
     "FeatureSet",
     "FeatureStoreError",
     "FeatureStoreMismatchError",
+    "PartitionError",
     "input_fingerprint",
     "open_features",
     "plan_features",
@@ -77,6 +80,39 @@ class FeatureStoreError(RuntimeError):
 
 class FeatureStoreMismatchError(FeatureStoreError, ValueError):
     """An existing store was made by another projector, input, dtype or shape."""
+
+
+class PartitionError(FeatureStoreError):
+    """Writing one partition (row block) failed: its task raised, or killed its worker.
+
+    The original exception (e.g. ``OSError``, ``distributed.KilledWorker``) is the
+    ``__cause__``; the message names the partition, its rows, the original error and
+    the number of attempts. The store is left incomplete with finished chunks intact,
+    so running the same job again resumes it.
+
+    Attributes
+    ----------
+    partition : int
+        Index of the row block (and of the output chunk).
+    rows : tuple of int
+        First and last global row of the partition.
+    attempts : int
+        How many times the partition's task ran before giving up.
+    """
+
+    def __init__(self, message, *, partition, rows, attempts):
+        super().__init__(message)
+        self.partition = int(partition)
+        self.rows = (int(rows[0]), int(rows[1]))
+        self.attempts = int(attempts)
+
+    def __reduce__(self):  # picklable (it may cross process boundaries)
+        return (_rebuild_partition_error,
+                (str(self), self.partition, self.rows, self.attempts))
+
+
+def _rebuild_partition_error(message, partition, rows, attempts):
+    return PartitionError(message, partition=partition, rows=rows, attempts=attempts)
 
 
 @dataclass(frozen=True)
@@ -329,6 +365,53 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start):
     return chunk, int(Z.shape[0])
 
 
+def _write_chunk_retrying(block, spec_text, dtype, path, chunk, row_start, retries):
+    """:func:`_write_chunk` with ``retries`` in-task retries (dask's local scheduler has
+    none of its own); the final failure names the partition (:func:`_partition_failure`).
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _write_chunk(block, spec_text, dtype, path, chunk, row_start)
+        except Exception as exc:  # noqa: BLE001 - retried, then re-raised with context
+            rows = (row_start, row_start + int(block.shape[0]) - 1)
+            error = _partition_failure(exc, chunk, rows, path, attempt)
+            if error is None:  # bad input (NaN, ...): retrying cannot help
+                raise
+            if attempt <= retries:
+                logger.warning("partition %d failed (attempt %d of %d), retrying: %r",
+                               chunk, attempt, retries + 1, exc)
+                continue
+            raise error from exc
+
+
+def _partition_failure(exc, chunk, rows, path, attempts):
+    """The :class:`PartitionError` to raise for ``exc`` from partition ``chunk``.
+
+    Returns None when ``exc`` already names its partition (the ``ValueError`` of bad
+    input, e.g. NaN at a global row, raised by
+    :func:`dkrp.parallel.transform_partition`): it is re-raised as it is.
+    """
+    if isinstance(exc, ValueError) and f"partition {chunk}" in str(exc).lower():
+        return None
+    from distributed.scheduler import KilledWorker
+
+    where = f"Partition {chunk} (rows {rows[0]}..{rows[1]})"
+    tail = (f"the store {path} is not marked complete and its finished chunks are kept: fix "
+            "the cause and run the same job again to write the missing chunks")
+    if isinstance(exc, KilledWorker):
+        message = (f"{where} killed its worker repeatedly (KilledWorker: {exc}); the "
+                   "scheduler gave it up after distributed.scheduler.allowed-failures worker "
+                   "deaths; " + tail + ".")
+    else:
+        plural = "attempt" if attempts == 1 else "attempts"
+        message = (f"{where} failed after {attempts} {plural}: {type(exc).__name__}: {exc}; "
+                   + tail + (" (or pass retries=N, --retries N, if the error is transient)."
+                             if attempts == 1 else "."))
+    return PartitionError(message, partition=chunk, rows=rows, attempts=attempts)
+
+
 # -- public API ---------------------------------------------------------------------------
 
 
@@ -399,6 +482,7 @@ def write_features(
     dtype=None,
     source=None,
     fingerprint=None,
+    retries=0,
 ):
     """Featurize ``X`` into a resumable Zarr v3 feature store.
 
@@ -425,6 +509,12 @@ def write_features(
         Provenance of ``X`` for the input fingerprint (see :func:`input_fingerprint`).
     fingerprint : dict, optional
         A precomputed input fingerprint (overrides ``source``).
+    retries : int, default=0
+        Run a partition's task up to ``retries`` more times when it raises (a
+        transient ``OSError`` on a shared file system, say), as ``Client.compute(...,
+        retries=)`` does; on dask's local scheduler the task retries itself. Rewriting
+        a chunk is idempotent. Workers that die are covered separately, by Dask's
+        ``distributed.scheduler.allowed-failures``.
 
     Returns
     -------
@@ -436,13 +526,20 @@ def write_features(
     ------
     FeatureStoreMismatchError
         The store at ``out_path`` was made by another projector, input, dtype or shape.
+    PartitionError
+        A partition's task kept failing: it killed its worker repeatedly (wrapping
+        ``KilledWorker``) or raised on every one of its ``retries + 1`` attempts
+        (wrapping the original exception). The message names the partition, its rows
+        and the original error; the store stays incomplete with finished chunks kept.
     FeatureStoreError
-        A worker died repeatedly on one partition (wrapping ``KilledWorker``), or
         ``out_path`` holds something that is not a feature store.
     ValueError
         Bad input: wrong feature count (before any task runs), NaN/inf (naming the
         partition and global row).
     """
+    from ._validation import check_integer
+
+    retries = check_integer("retries", retries, minimum=0)
     t0 = time.perf_counter()
     plan = plan_features(X, projector, out_path, overwrite=overwrite, dtype=dtype,
                          source=source, fingerprint=fingerprint)
@@ -457,12 +554,14 @@ def write_features(
         _create(path, attrs)
         done = np.zeros(n_chunks, dtype=bool)
     else:
+        _remove_partial_files(path)
         done = _done_chunks(path, n_chunks)
 
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)
     logger.info("%s: %d of %d chunks to write", path, len(todo), n_chunks)
-    _run_tasks(X, projector, out_dtype, path, todo, client, progress, n_chunks, skipped)
+    _run_tasks(X, projector, out_dtype, path, todo, client, progress, n_chunks, skipped,
+               retries)
 
     if not _done_chunks(path, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{path}: some chunks are not marked done after the run.")
@@ -473,6 +572,19 @@ def write_features(
     final["complete"] = True
     group.attrs.update(final)  # the completion marker, last
     return _summary(path, attrs, t0, written=len(todo), skipped=skipped)
+
+
+def _remove_partial_files(path: Path):
+    """Delete the temporary files of writers that were killed mid-write.
+
+    Zarr's local store writes a chunk to ``<chunk>.<uuid>.partial`` and renames it;
+    a writer killed in between leaves that file behind. Its chunk is not marked
+    done, so it is rewritten; the stray file goes, so the finished store holds
+    exactly the files of an uninterrupted run.
+    """
+    for stray in path.rglob("*.partial"):
+        logger.info("removing %s, left by a writer killed mid-write", stray)
+        stray.unlink(missing_ok=True)
 
 
 def _summary(path, attrs, t0, *, written, skipped):
@@ -500,7 +612,8 @@ def _default_client():
         return None
 
 
-def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skipped):
+def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skipped,
+               retries=0):
     import dask
     from dask.base import tokenize
 
@@ -509,44 +622,79 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
     text = spec_json(projector)
     offsets = row_offsets(X.chunks[0])
     blocks = X.to_delayed().ravel()
-    token = tokenize(X.name, text, np.dtype(dtype).str, str(path))
-    tasks = [
-        dask.delayed(_write_chunk, pure=True)(
-            blocks[i], text, np.dtype(dtype).str, str(path), i, offsets[i],
-            dask_key_name=f"dkrp-write-{token}-{i}",
-        )
-        for i in todo
-    ]
+    dtype_str = np.dtype(dtype).str
+    token = tokenize(X.name, text, dtype_str, str(path))
+
+    def rows(i):
+        return offsets[i], offsets[i] + X.chunks[0][i] - 1
+
     bar, report = _progress(progress, n_chunks, skipped)
     try:
         client = client if client is not None else _default_client()
         if client is None:  # dask's local scheduler (threads unless configured otherwise)
+            tasks = [
+                dask.delayed(_write_chunk_retrying, pure=True)(
+                    blocks[i], text, dtype_str, str(path), i, offsets[i], retries,
+                    dask_key_name=f"dkrp-write-{token}-{i}",
+                )
+                for i in todo
+            ]
             dask.compute(*tasks)
             for _ in tasks:
                 report()
             return
         from distributed import as_completed
-        from distributed.scheduler import KilledWorker
 
-        futures = client.compute(tasks)
-        chunk_of = {f.key: i for f, i in zip(futures, todo)}
+        tasks = [
+            dask.delayed(_write_chunk, pure=True)(
+                blocks[i], text, dtype_str, str(path), i, offsets[i],
+                dask_key_name=f"dkrp-write-{token}-{i}",
+            )
+            for i in todo
+        ]
+        futures = client.compute(tasks, retries=retries)
+        pending = {f.key: (f, i) for f, i in zip(futures, todo)}
+        del futures
         try:
-            for future in as_completed(futures):
+            # loop=: the client need not be the default one
+            for future in as_completed([f for f, _ in pending.values()], loop=client.loop):
+                _, i = pending.pop(future.key)
                 try:
                     future.result()
-                except KilledWorker as exc:
-                    i = chunk_of[future.key]
-                    raise FeatureStoreError(
-                        f"Partition {i} (rows {offsets[i]}..{offsets[i] + X.chunks[0][i] - 1}) "
-                        f"killed its worker repeatedly ({exc}); the store {path} is not marked "
-                        "complete and finished chunks are kept: fix the cause and run again."
-                    ) from exc
+                except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
+                    attempts = _attempts(exc, retries, client)
+                    error = _partition_failure(exc, i, rows(i), path, attempts)
+                    if error is None:
+                        raise
+                    raise error from exc
+                # a finished chunk's result is not needed again: released, a worker's
+                # death cannot make the scheduler recompute (rewrite) it
+                future.release()
                 report()
         finally:
-            client.cancel([f for f in futures if not f.done()])
+            client.cancel([f for f, _ in pending.values() if not f.done()])
     finally:
         if bar is not None:
             bar.close()
+
+
+def _attempts(exc, retries, client) -> int:
+    """Attempts a failed task had: ``retries + 1``, or the worker deaths allowed + 1."""
+    from distributed.scheduler import KilledWorker
+
+    if not isinstance(exc, KilledWorker):
+        return retries + 1
+    try:  # the scheduler's own setting (this client's dask.config may differ)
+        allowed = client.run_on_scheduler(_allowed_failures)
+    except Exception:  # noqa: BLE001 - e.g. a remote scheduler without dkrp installed
+        import dask
+
+        allowed = dask.config.get("distributed.scheduler.allowed-failures", 3)
+    return int(allowed) + 1
+
+
+def _allowed_failures(dask_scheduler=None):
+    return dask_scheduler.allowed_failures
 
 
 def _progress(progress, total, initial):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-__all__ = ["METHODS", "MethodInfo", "make_projector", "method_names"]
+__all__ = ["METHODS", "MethodInfo", "fit_pass_message", "make_projector", "method_names"]
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,10 @@ class MethodInfo:
     summary: str
     options: tuple = ()  # generic option names the class accepts (degree, gamma, ...)
     aliases: dict = field(default_factory=dict)  # generic option -> class parameter
+    #: True for maps fitted from the data (one pass over the input before featurizing)
+    data_dependent: bool = False
+    #: What that one pass gathers, formatted with the projector's parameters
+    fit_pass: str = ""
 
     def load(self):
         module, name = self.target.split(":")
@@ -31,7 +35,7 @@ METHODS = {
         "dkrp.features.polynomial:PolynomialRandomProjection",
         "Kernelized Random Projection, homogeneous polynomial kernel (López-Sánchez 2018)",
         ("degree", "n_components", "n_hyperplanes", "n_terms", "distribution", "density",
-         "random_state"),
+         "pool", "index_design", "random_state"),
     ),
     "explicit": MethodInfo(
         "dkrp.features.polynomial:ExplicitPolynomialProjection",
@@ -41,12 +45,14 @@ METHODS = {
     "rff": MethodInfo(
         "dkrp.features.fourier:RandomFourierFeatures",
         "random Fourier features, Gaussian or Laplacian kernel (Rahimi & Recht 2007)",
-        ("kernel", "gamma", "n_components", "feature_map", "random_state"),
+        ("kernel", "gamma", "n_components", "feature_map", "pool", "random_state"),
     ),
     "nystroem": MethodInfo(
         "dkrp.baselines.nystroem:Nystroem",
         "Nyström with uniformly sampled landmarks (Williams & Seeger 2001)",
         ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
+        data_dependent=True,
+        fit_pass="{n_components} landmark rows, drawn uniformly without replacement by the seed",
     ),
     "kg-rp": MethodInfo(
         "dkrp.baselines.kulis_grauman:KulisGraumanRP",
@@ -54,6 +60,8 @@ METHODS = {
         ("kernel", "degree", "gamma", "coef0", "n_components", "n_landmarks", "n_terms",
          "random_state"),
         {"n_hyperplanes": "n_landmarks"},
+        data_dependent=True,
+        fit_pass="{n_landmarks} landmark rows, drawn uniformly without replacement by the seed",
     ),
     "prp": MethodInfo(
         "dkrp.features.independent:IndependentPolynomialProjection",
@@ -72,8 +80,10 @@ METHODS = {
     ),
     "pca": MethodInfo(
         "dkrp.baselines.pca:PCAProjector",
-        "PCA (dask-ml) for the PCA-then-kernel-SVM comparison",
+        "PCA (covariance eigendecomposition) for the PCA-then-kernel-SVM comparison",
         ("n_components", "random_state"),
+        data_dependent=True,
+        fit_pass="column sums and X^T X",
     ),
 }
 
@@ -104,3 +114,17 @@ def make_projector(method, **options):
                 f"{', '.join(info.options)}."
             )
     return info.load()(**params)
+
+
+def fit_pass_message(method, projector) -> str:
+    """What a data-dependent ``method`` reads from the input to fit, in one line.
+
+    Empty for data-independent methods (they need ``n_features`` alone).
+    """
+    info = METHODS[method]
+    if not info.data_dependent:
+        return ""
+    what = info.fit_pass.format(**projector.get_params(deep=False))
+    kind = "sampling pass" if "landmark" in info.fit_pass else "pass"
+    return (f"{method} is data-dependent: fitting makes exactly one {kind} over the input "
+            f"({what}) before the featurizing pass")

@@ -91,6 +91,10 @@ def test_covtype_ingest_featurize_equals_in_memory_and_rerun_is_noop(tmp_path,
          "does not take option 'n_hyperplanes'"),
         (["featurize", "x.npy", "out.zarr", "--gamma", "wide"], "must be a number or 'scale'"),
         (["featurize", "x.npy", "out.zarr", "--n-features", "3"], "No such option"),
+        (["featurize", "x.npy", "out.zarr", "--method", "rff", "--index-design", "balanced"],
+         "does not take option 'index_design'"),
+        (["featurize", "x.npy", "out.zarr", "--pool", "hexagonal"], "Invalid value for '--pool'"),
+        (["featurize", "x.npy", "out.zarr", "--retries", "-1"], "Invalid value for '--retries'"),
         (["ingest", "missing.csv", "out.zarr"], "missing.csv"),
     ],
 )
@@ -184,3 +188,128 @@ def test_featurize_against_real_scheduler_and_workers(tmp_path):
                 p.wait()
         for log in logs:
             log.close()
+
+
+# -- help, methods, `python -m dkrp`, `dask dkrp` ------------------------------------------
+
+
+def test_every_command_has_clear_help_with_an_example():
+    r = _run("--help")
+    assert r.exit_code == 0 and "Examples:" in r.output
+    for name, command in main.commands.items():
+        r = _run(name, "--help")
+        assert r.exit_code == 0, r.output
+        assert "Example" in r.output and f"  dkrp {name}" in r.output, name
+        assert "..." not in command.get_short_help_str(limit=80), name  # not truncated
+
+
+def test_methods_lists_every_method_its_flags_and_fit_pass():
+    from dkrp.cli import OPTION_FLAGS, featurize, method_flags
+    from dkrp.methods import METHODS, method_names
+
+    r = _run("methods")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    flags_of_featurize = {opt for p in featurize.params for opt in p.opts}
+    assert set(OPTION_FLAGS.values()) <= flags_of_featurize
+    for name in method_names():
+        info = METHODS[name]
+        assert any(line.startswith(f"{name} ") for line in lines), name
+        flags, _ = method_flags(name)
+        assert all(f.split()[0] in flags_of_featurize for f in flags)
+        assert info.data_dependent == info.load().data_dependent, name
+    assert "--pool --index-design" in r.output.replace("\n", " ")
+    assert r.output.count("data-dependent: exactly one pass over the input") == 3
+
+
+def _npy_dataset(tmp_path, n=3000, d=12, chunk_rows=500):
+    """A dataset store (chunked like a real one) made with `dkrp ingest`, and its array."""
+    X = np.random.default_rng(7).standard_normal((n, d))
+    np.save(tmp_path / "x.npy", X)
+    r = _run("ingest", tmp_path / "x.npy", tmp_path / "x.zarr", "--chunk-rows", chunk_rows)
+    assert r.exit_code == 0, r.output
+    return tmp_path / "x.zarr", X
+
+
+def test_python_dash_m_dkrp(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-m", "dkrp", "methods"], env=env,
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("explicit") and "structured" not in run.stderr
+
+
+def test_dask_dkrp_help():
+    import shutil
+    from importlib.metadata import entry_points
+
+    found = [ep for ep in entry_points(group="dask_cli") if ep.name == "dkrp"]
+    if not found:
+        pytest.skip("dkrp's dask_cli entry point is not installed (pip install the package)")
+    try:
+        target = found[0].load()
+    except Exception as exc:  # noqa: BLE001 - reported as the skip reason
+        pytest.skip(f"the dask_cli entry point dkrp does not load: {exc!r}")
+    assert target is main
+    dask_exe = Path(sys.executable).with_name("dask")
+    if not dask_exe.exists():
+        dask_exe = shutil.which("dask")
+    if not dask_exe:
+        pytest.skip("the `dask` command is not installed next to this Python or on PATH")
+    run = subprocess.run([str(dask_exe), "dkrp", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "Usage: dask dkrp" in run.stdout and "featurize" in run.stdout
+
+
+# -- the embedded cluster -------------------------------------------------------------------
+
+
+def test_structured_pool_on_the_embedded_cluster_is_exact_and_rerun_is_a_noop(tmp_path):
+    from dkrp import PolynomialRandomProjection
+
+    ds, X = _npy_dataset(tmp_path)
+    out = tmp_path / "sorf.zarr"
+    args = ["featurize", ds, out, "--pool", "structured", "--index-design", "balanced",
+            "--n-hyperplanes", 32, "--n-terms", 3, "--n-components", 40, "--seed", 9, "-q"]
+    r = _run(*args)  # no --scheduler: the embedded LocalCluster
+    assert r.exit_code == 0, r.output
+    assert "6 chunks written, 0 already done" in r.output
+    krp = PolynomialRandomProjection(n_components=40, n_hyperplanes=32, n_terms=3,
+                                     pool="structured", index_design="balanced",
+                                     random_state=9).fit(X)
+    Z = open_features(out).Z.compute()
+    assert np.array_equal(Z, np.vstack([krp.transform(X[s:s + 500]) for s in range(0, 3000, 500)]))
+    assert np.allclose(Z, krp.transform(X), rtol=1e-12, atol=1e-12)
+    spec = open_features(out).spec
+    assert (spec["params"]["pool"], spec["params"]["index_design"]) == ("structured", "balanced")
+
+    t0 = time.perf_counter()
+    r = _run(*args)  # the same command again: a no-op, no cluster started
+    assert r.exit_code == 0 and "0 chunks written, 6 already done" in r.output
+    assert time.perf_counter() - t0 < 5
+
+
+@pytest.mark.parametrize(
+    ("method", "options", "landmarks"),
+    [("nystroem", ["--n-components", 40], 40),
+     ("kg-rp", ["--n-components", 30, "--n-hyperplanes", 50, "--n-terms", 10], 50)],
+)
+def test_data_dependent_methods_on_the_embedded_cluster(tmp_path, method, options, landmarks):
+    from dkrp.methods import make_projector
+
+    ds, X = _npy_dataset(tmp_path)
+    out = tmp_path / "f.zarr"
+    r = _run("featurize", ds, out, "--method", method, "--kernel", "polynomial", "--degree", 2,
+             "--seed", 4, "--n-workers", 1, *options)
+    assert r.exit_code == 0, r.output
+    assert (f"fit: {method} is data-dependent: fitting makes exactly one sampling pass over the "
+            f"input ({landmarks} landmark rows") in r.stderr
+    assert "fit: done in" in r.stderr and "6 chunks written" in r.stdout
+    kw = {"n_components": 40} if method == "nystroem" else {
+        "n_components": 30, "n_hyperplanes": 50, "n_terms": 10}
+    est = make_projector(method, kernel="polynomial", degree=2, random_state=4, **kw).fit(X)
+    fs = open_features(out)
+    assert fs.spec["checksum"] == est.spec_checksum_  # the same landmarks, sampled in one pass
+    assert np.allclose(fs.Z.compute(), est.transform(X), rtol=1e-10, atol=1e-10)

@@ -169,3 +169,62 @@ def test_open_features_errors(tmp_path):
     zarr.open_group(str(tmp_path / "other.zarr"), mode="w")
     with pytest.raises(FeatureStoreError, match="not a dkrp feature store"):
         open_features(tmp_path / "other.zarr")
+
+
+def _faulty(data, state, times=1, row=300):
+    from dkrp.testing.faulty import FaultyProjection
+
+    return FaultyProjection(n_components=40, n_hyperplanes=80, random_state=3, fault="oserror",
+                            trigger=float(data[row, 0]), times=times,
+                            state_dir=str(state)).fit_n_features(12)
+
+
+def test_retries_and_failures_naming_the_partition_on_the_local_scheduler(tmp_path, data):
+    # R6 on dask's local scheduler (the cluster version is in test_reliability.py)
+    import pickle
+
+    from dkrp.feature_store import PartitionError
+    from dkrp.testing.faulty import fault_pids
+
+    X = da.from_array(data, chunks=(100, 12))
+    write_features(X, _krp(), tmp_path / "ref.zarr", progress=False)
+    reference = open_features(tmp_path / "ref.zarr").Z.compute()
+
+    summary = write_features(X, _faulty(data, tmp_path / "a"), tmp_path / "ok.zarr",
+                             progress=False, retries=2)
+    assert len(fault_pids(tmp_path / "a")) == 1 and summary["chunks_written"] == 10
+    assert np.array_equal(open_features(tmp_path / "ok.zarr").Z.compute(), reference)
+
+    with pytest.raises(PartitionError, match=r"^Partition 3 \(rows 300\.\.399\) failed after 1 "
+                       r"attempt: OSError: \[Errno 5\].*--retries N") as info:
+        write_features(X, _faulty(data, tmp_path / "b"), tmp_path / "bad.zarr", progress=False)
+    err = info.value
+    assert isinstance(err.__cause__, OSError)
+    assert (err.partition, err.rows, err.attempts) == (3, (300, 399), 1)
+    copy = pickle.loads(pickle.dumps(err))
+    assert (str(copy), copy.partition, copy.rows, copy.attempts) == (
+        str(err), 3, (300, 399), 1)
+    assert zarr.open_group(str(tmp_path / "bad.zarr"), mode="r").attrs["complete"] is False
+
+    with pytest.raises(PartitionError, match="failed after 2 attempts: OSError"):
+        write_features(X, _faulty(data, tmp_path / "c", times=2), tmp_path / "bad2.zarr",
+                       progress=False, retries=1)
+    with pytest.raises(ValueError, match="retries must be >= 0"):
+        write_features(X, _krp(), tmp_path / "x.zarr", progress=False, retries=-1)
+
+
+def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data):
+    # zarr writes chunk files via "<chunk>.<uuid>.partial"; a SIGKILL can leave one
+    bad = data.copy()
+    bad[713, 2] = np.nan
+    out = tmp_path / "f.zarr"
+    with pytest.raises(ValueError, match="partition 7"):
+        write_features(da.from_array(bad, chunks=(100, 12)), _krp(), out, progress=False)
+    stray = out / "Z" / "c" / "7" / "0.0123abcd.partial"
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_bytes(b"half a chunk")
+    write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
+    assert not list(out.rglob("*.partial"))
+    clean = tmp_path / "clean.zarr"
+    write_features(da.from_array(data, chunks=(100, 12)), _krp(), clean, progress=False)
+    assert store_digest(out) == store_digest(clean)

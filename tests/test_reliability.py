@@ -1,8 +1,11 @@
-"""Reliability on real clusters (see ../shared/RELIABILITY.md): R1, R2, R3, R7.
+"""Reliability on real clusters (see ../shared/RELIABILITY.md): R1-R7 and R9.
 
 Kill points are data-driven: a hook in the input graph counts the done markers of
 the output store and kills its own worker (or the test kills the pipeline process)
-once enough chunks exist, never after a timer.
+once enough chunks exist, never after a timer. Tasks that misbehave (exit their
+worker, raise OSError, stop themselves) come from :mod:`dkrp.testing.faulty`, a
+projector whose parameters say which partition misbehaves and how often; the
+workers of the fault cluster preload it.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ def _data():
     return np.random.default_rng(2024).standard_normal((N_ROWS, N_FEATURES))
 
 
-def _krp():
-    return PolynomialRandomProjection(
-        degree=2, n_components=256, n_hyperplanes=512, n_terms=2, random_state=11
-    ).fit_n_features(N_FEATURES)
+KRP_PARAMS = dict(degree=2, n_components=256, n_hyperplanes=512, n_terms=2)
+
+
+def _krp(seed=11):
+    return PolynomialRandomProjection(**KRP_PARAMS, random_state=seed).fit_n_features(N_FEATURES)
 
 
 def _digest(path):
@@ -46,8 +50,9 @@ def _digest(path):
 
 
 def _n_done(store) -> int:
+    """Done markers written (chunk files named by index; not zarr's ``*.partial`` temps)."""
     folder = Path(store) / "done" / "c"
-    return len(list(folder.iterdir())) if folder.is_dir() else 0
+    return sum(name.isdigit() for name in os.listdir(folder)) if folder.is_dir() else 0
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +87,8 @@ def test_worker_killed_mid_run_gives_identical_store(clean_store, tmp_path):
 
     def kill_once(block):
         # runs on a worker just before its chunk is featurized
-        done = Path(out) / "done" / "c"
-        if done.is_dir() and len(list(done.iterdir())) >= kill_after:
+        done = Path(out) / "done" / "c"  # chunk files only, not zarr's *.partial temps
+        if done.is_dir() and sum(n.isdigit() for n in os.listdir(done)) >= kill_after:
             try:
                 fd = os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
@@ -173,3 +178,264 @@ def test_pipeline_killed_then_rerun_writes_only_missing_chunks(clean_store, tmp_
             st.st_ino, st.st_mtime_ns, st.st_size)
     # byte-identical to the clean run on a cluster, written here by another process
     assert _digest(out) == _digest(reference)
+
+
+# -- R2, R4, R5, R6: a second fresh cluster whose tasks can be made to misbehave -------------
+
+
+@pytest.fixture(scope="module")
+def fault_cluster():
+    """Two fresh workers (2 threads each) that preload dkrp.testing.faulty.
+
+    The scheduler drops a silent worker after 5 s (worker-ttl) and gives a task up
+    after it has killed 2 workers (allowed-failures=1), to keep R4 and R5 short.
+    """
+    from distributed import Client
+
+    with start_local_cluster(
+        n_workers=2, threads_per_worker=2, preload=["dkrp.testing.faulty"],
+        scheduler_kwargs={"worker_ttl": "5s", "allowed_failures": 1},
+    ) as cluster, Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+def _faulty(**fault):
+    from dkrp.testing.faulty import FaultyProjection
+
+    return FaultyProjection(**KRP_PARAMS, random_state=11, **fault).fit_n_features(N_FEATURES)
+
+
+def _trigger(partition):
+    """The first value of ``partition``'s block, which picks it for FaultyProjection."""
+    return float(_data()[partition * CHUNK, 0])
+
+
+def _chunk_digest(path):
+    """Digest of the array data and metadata (``Z/``, ``done/``), not the group attributes.
+
+    A FaultyProjection store's attributes name its class and fault parameters; its
+    features must equal KRP's bit for bit.
+    """
+    return {k: v for k, v in _digest(path).items() if k.startswith(("Z/", "done/"))}
+
+
+def _done_mask(path):
+    import zarr
+
+    return np.asarray(zarr.open_array(str(Path(path) / "done"), mode="r")[:]) == 1
+
+
+def _is_complete(path):
+    import zarr
+
+    return zarr.open_group(str(path), mode="r").attrs["complete"] is True
+
+
+def _wait_for_two_workers(client):
+    client.wait_for_workers(2, timeout=120)
+
+
+def test_two_fresh_clusters_give_byte_identical_stores_and_another_seed_differs(
+        clean_store, fault_cluster, tmp_path):
+    # R2: the clean store came from one fresh cluster; this is another one
+    reference, _ = clean_store
+    X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
+    same, other = tmp_path / "same.zarr", tmp_path / "seed12.zarr"
+    write_features(X, _krp(), same, client=fault_cluster, progress=False)
+    assert _digest(same) == _digest(reference)
+
+    write_features(X, _krp(seed=12), other, client=fault_cluster, progress=False)
+    ref, new = _digest(reference), _digest(other)
+    assert ref.keys() == new.keys()
+    changed = {k for k in ref if ref[k] != new[k]}
+    chunks = {k for k in ref if k.startswith("Z/c/")}
+    assert chunks <= changed  # every feature chunk differs
+    assert "zarr.json" in changed  # the spec records the other seed
+    assert not any(k.startswith("done/") for k in changed)
+
+
+def test_task_failing_once_with_oserror_is_retried_or_named(clean_store, fault_cluster,
+                                                          tmp_path):
+    # R6: retries=2 rides out one OSError; retries=0 reports it with the partition
+    from dkrp.feature_store import PartitionError
+    from dkrp.testing.faulty import fault_pids
+
+    reference, _ = clean_store
+    X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
+    part = 17
+    out = tmp_path / "retried.zarr"
+    faulty = _faulty(fault="oserror", trigger=_trigger(part), times=1,
+                     state_dir=str(tmp_path / "faults-a"))
+    summary = write_features(X, faulty, out, client=fault_cluster, progress=False, retries=2)
+    assert len(fault_pids(tmp_path / "faults-a")) == 1, "the fault never fired"
+    assert summary["chunks_written"] == 48 and _is_complete(out)
+    assert _chunk_digest(out) == _chunk_digest(reference)
+
+    out = tmp_path / "not-retried.zarr"
+    faulty = _faulty(fault="oserror", trigger=_trigger(part), times=1,
+                     state_dir=str(tmp_path / "faults-b"))
+    with pytest.raises(PartitionError) as info:
+        write_features(X, faulty, out, client=fault_cluster, progress=False, retries=0)
+    err = info.value
+    assert str(err).startswith(
+        f"Partition {part} (rows {part * CHUNK}..{part * CHUNK + CHUNK - 1}) failed after 1 "
+        "attempt: OSError: [Errno 5] Input/output error")
+    assert "--retries" in str(err)
+    assert isinstance(err.__cause__, OSError) and err.__cause__.errno == 5
+    assert (err.partition, err.attempts) == (part, 1)
+    assert not _is_complete(out) and not _done_mask(out)[part]
+
+
+def test_hung_worker_is_replaced_and_output_identical(clean_store, fault_cluster, tmp_path):
+    # R4: the task of partition 30 SIGSTOPs its worker; after worker-ttl (5 s) the
+    # scheduler has the nanny replace it and the job completes on the live workers
+    from dkrp.testing.faulty import fault_pids
+
+    reference, _ = clean_store
+    X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
+    out, state = tmp_path / "features.zarr", tmp_path / "faults"
+    faulty = _faulty(fault="hang", trigger=_trigger(30), times=1, state_dir=str(state))
+    try:
+        summary = write_features(X, faulty, out, client=fault_cluster, progress=False)
+        pids = fault_pids(state)
+        assert len(pids) == 1, "the hang never happened"
+        assert summary["chunks_written"] == 48 and _is_complete(out)
+        assert _chunk_digest(out) == _chunk_digest(reference)
+        _wait_for_two_workers(fault_cluster)
+        assert pids[0] not in fault_cluster.run(os.getpid).values()  # it was replaced
+    finally:
+        for pid in fault_pids(state):
+            _kill_if_stopped(pid)
+        _wait_for_two_workers(fault_cluster)
+
+
+def _kill_if_stopped(pid):
+    """SIGKILL ``pid`` if it is still our stopped worker (state T), else leave it alone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return  # gone
+    if stat.rsplit(")", 1)[1].split()[0] in ("T", "t"):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_partition_that_kills_its_worker_every_time_is_named(clean_store, fault_cluster,
+                                                             tmp_path):
+    # R5: partition 40 exits its worker each time it runs (once the 47 others are done,
+    # so no other task is on a dying worker); with allowed-failures=1 the second death
+    # gives it up
+    from distributed.scheduler import KilledWorker
+
+    from dkrp.feature_store import FeatureStoreError, PartitionError
+    from dkrp.testing.faulty import fault_pids
+
+    reference, _ = clean_store
+    X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
+    out, state, part = tmp_path / "features.zarr", tmp_path / "faults", 40
+    faulty = _faulty(fault="exit", trigger=_trigger(part), times=0, state_dir=str(state),
+                     wait_store=str(out), wait_done=47)
+    try:
+        with pytest.raises(PartitionError) as info:
+            write_features(X, faulty, out, client=fault_cluster, progress=False)
+    finally:
+        _wait_for_two_workers(fault_cluster)
+    err = info.value
+    assert str(err).startswith(
+        f"Partition {part} (rows {part * CHUNK}..{part * CHUNK + CHUNK - 1}) killed its worker "
+        "repeatedly (KilledWorker:")
+    assert isinstance(err.__cause__, KilledWorker)
+    assert (err.partition, err.attempts) == (part, 2) and len(fault_pids(state)) == 2
+    # not marked complete, refused by readers; the 47 finished chunks are intact
+    assert not _is_complete(out)
+    with pytest.raises(FeatureStoreError, match="incomplete"):
+        open_features(out)
+    done = _done_mask(out)
+    assert done.sum() == 47 and not done[part]
+    for i in np.flatnonzero(done):
+        chunk = f"Z/c/{i}/0"
+        assert (out / chunk).read_bytes() == (reference / chunk).read_bytes()
+
+
+# -- R9: whole runs killed at random (seeded, data-driven) points, then resumed -------------
+
+
+def _run_job(out, report=None):
+    """The job, as a separate writer process runs it (forkserver child): dask threads."""
+    import json
+
+    import dask
+
+    def slow(block):
+        time.sleep(0.01)  # a run slow enough to be caught anywhere
+        return block
+
+    X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES)).map_blocks(slow)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        summary = write_features(X, _krp(), out, progress=False)
+    if report is not None:
+        Path(report).write_text(json.dumps(summary))
+
+
+def _undecodable(path):
+    """Chunks of ``Z`` that exist but do not decode, and done chunks that read as fill."""
+    import zarr
+
+    Z = zarr.open_array(str(Path(path) / "Z"), mode="r")
+    done = _done_mask(path)
+    bad = []
+    for i in range(len(done)):
+        if not (Path(path) / "Z" / "c" / str(i) / "0").exists():
+            continue
+        try:
+            block = Z.blocks[i, 0]
+        except Exception:  # noqa: BLE001 - any decoding failure counts
+            bad.append(i)
+            continue
+        if done[i] and not np.isfinite(block).all():
+            bad.append(i)
+    return bad
+
+
+def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tmp_path):
+    import json
+    import multiprocessing
+
+    reference, _ = clean_store
+    expected = _digest(reference)
+    # forked from a single-threaded server that has imported dkrp once: each run
+    # starts in milliseconds, and a SIGKILL ends it like a crash
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["distributed", "dkrp.feature_store", "test_reliability"])
+    kill_after = np.random.default_rng(2009).integers(1, 44, size=5)
+    for run, n_done in enumerate(kill_after):
+        out = tmp_path / f"run{run}.zarr"
+        proc = ctx.Process(target=_run_job, args=(str(out),))
+        proc.start()
+        try:
+            deadline = time.monotonic() + 120
+            while _n_done(out) < n_done:
+                assert proc.is_alive(), f"run {run} ended before {n_done} chunks were done"
+                assert time.monotonic() < deadline, f"run {run} stalled"
+                time.sleep(0.002)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.join(60)
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
+        assert proc.exitcode == -signal.SIGKILL
+        assert not _is_complete(out)
+        finished = int(_done_mask(out).sum())
+        assert n_done <= finished < 48
+        assert _undecodable(out) == []
+
+        report = tmp_path / f"run{run}.json"
+        proc = ctx.Process(target=_run_job, args=(str(out), str(report)))
+        proc.start()
+        proc.join(120)
+        assert proc.exitcode == 0, f"resuming run {run} failed"
+        summary = json.loads(report.read_text())
+        assert (summary["chunks_skipped"], summary["chunks_written"]) == (finished,
+                                                                          48 - finished)
+        assert _undecodable(out) == []
+        assert _digest(out) == expected, f"run {run} (killed after {n_done} chunks) differs"
