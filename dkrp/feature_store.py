@@ -324,6 +324,9 @@ def _create(path: Path, attrs: dict):
         chunks=(max(1, attrs["chunk_rows"]), max(1, k)),
         dtype=attrs["dtype"],
         fill_value=np.nan,
+        # Random features are incompressible noise to zstd (measured: 94% of raw size
+        # at 2.8x the write time for a 16384 x 2000 float32 KRP chunk); store them raw.
+        compressors=None,
         config={"write_empty_chunks": True},
     )
     group.create_array(
