@@ -118,12 +118,14 @@ def main(verbose):
         logging.getLogger(name).setLevel(level)
 
 
-@main.command(short_help="Convert LIBSVM, CSV, .npy or Parquet into a Zarr dataset store.")
+@main.command(short_help="Convert LIBSVM, CSV, .npy, Parquet or IDX into a Zarr dataset store.")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("dest", type=click.Path(file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv", "npy", "parquet"]),
+@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv", "npy", "parquet", "idx"]),
               help="Input format (default: from the file name).")
 @click.option("--label-column", help="CSV/Parquet column stored as labels y.")
+@click.option("--labels", "labels", type=click.Path(dir_okay=False),
+              help="IDX only: the matching labels file (e.g. train-labels-idx1-ubyte.gz).")
 @click.option("--drop-column", "drop_columns", multiple=True,
               help="CSV/Parquet column to leave out (repeatable), e.g. --drop-column Id.")
 @click.option("--n-features", type=click.IntRange(min=1), help="Number of features (LIBSVM).")
@@ -134,9 +136,9 @@ def main(verbose):
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
               show_default=True)
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
-def ingest(src, dest, fmt, label_column, drop_columns, n_features, chunk_rows, sparse, dtype,
-           overwrite):
-    """Convert SRC (LIBSVM, CSV, .npy, Parquet) into a Zarr v3 dataset store DEST.
+def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk_rows, sparse,
+           dtype, overwrite):
+    """Convert SRC (LIBSVM, CSV, .npy, Parquet, IDX) into a Zarr v3 dataset store DEST.
 
     DEST holds X chunked by rows (about 64 MiB per chunk unless --chunk-rows is
     given), the labels y when there are any, and the source's path, SHA-256 and the
@@ -147,6 +149,8 @@ def ingest(src, dest, fmt, label_column, drop_columns, n_features, chunk_rows, s
       dkrp ingest train.csv covtype.zarr --label-column Cover_Type --drop-column Id
       dkrp ingest w8a w8a.zarr --format libsvm --n-features 300 --sparse
       dkrp ingest X.npy x.zarr --chunk-rows 100000 --dtype float32
+      dkrp ingest train-images-idx3-ubyte.gz mnist.zarr \\
+           --labels train-labels-idx1-ubyte.gz --dtype float32
     """
     import time
 
@@ -156,7 +160,7 @@ def ingest(src, dest, fmt, label_column, drop_columns, n_features, chunk_rows, s
     with _as_click_errors():
         io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
                   n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
-                  overwrite=overwrite)
+                  overwrite=overwrite, labels=labels)
         attrs = io.open_dataset(dest).attrs
     seconds = time.perf_counter() - t0
     rows = int(attrs["n_samples"])

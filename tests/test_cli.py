@@ -313,3 +313,22 @@ def test_data_dependent_methods_on_the_embedded_cluster(tmp_path, method, option
     fs = open_features(out)
     assert fs.spec["checksum"] == est.spec_checksum_  # the same landmarks, sampled in one pass
     assert np.allclose(fs.Z.compute(), est.transform(X), rtol=1e-10, atol=1e-10)
+
+
+def test_ingest_mnist_idx_with_labels(tmp_path):
+    from click.testing import CliRunner
+
+    from conftest import require_data
+    from dkrp.cli import main as cli_main
+    from dkrp.io import open_dataset
+
+    images = require_data("mnist", "t10k-images-idx3-ubyte.gz")
+    labels = require_data("mnist", "t10k-labels-idx1-ubyte.gz")
+    result = CliRunner().invoke(
+        cli_main,
+        ["ingest", str(images), str(tmp_path / "m.zarr"), "--labels", str(labels),
+         "--dtype", "float32"],
+    )
+    assert result.exit_code == 0, result.output
+    ds = open_dataset(tmp_path / "m.zarr")
+    assert ds.X.shape == (10000, 784) and ds.y.shape == (10000,)
