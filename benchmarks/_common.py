@@ -68,3 +68,13 @@ def machine_description() -> str:
         f"{cpu}; {len(os.sched_getaffinity(0))} cores usable; {mem:.0f} GiB RAM; "
         f"Python {platform.python_version()}; numpy {np.__version__}; BLAS: {blas}"
     )
+
+
+def emit(text: str, write_results: bool) -> None:
+    """Print a results section and, when asked, append it to ``benchmarks/RESULTS.md``."""
+    print("\n" + text)
+    if write_results:
+        path = Path(__file__).with_name("RESULTS.md")
+        with path.open("a") as f:
+            f.write("\n" + text)
+        print(f"appended to {path}")

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_description  # noqa: E402
+from _common import emit, machine_description  # noqa: E402
 
 import dkrp  # noqa: E402
 from dkrp.datasets import load_mnist  # noqa: E402
@@ -212,12 +212,7 @@ def main(argv=None):
            if sgd else f"`LinearSVC(dual=False, max_iter={args.max_iter})` (squared hinge)")
         + ".\n\n" + "\n".join(lines) + "\n\n" + "\n".join(summary) + "\n"
     )
-    print("\n" + text)
-    if args.write_results:
-        path = Path(__file__).with_name("RESULTS.md")
-        with path.open("a") as f:
-            f.write("\n" + text)
-        print(f"appended to {path}")
+    emit(text, args.write_results)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_of, machine_description, mnist_train  # noqa: E402
+from _common import best_of, emit, machine_description, mnist_train  # noqa: E402
 
 from dkrp.methods import METHODS, make_projector  # noqa: E402
 
@@ -198,12 +198,7 @@ def main(argv=None):
         "jobs (tests ran concurrently): timings are noisy; each is the least-disturbed run.\n"
     )
     text = header + "\n" + table + "\n\n" + summary + "\n"
-    print("\n" + text)
-    if args.write_results:
-        path = Path(__file__).with_name("RESULTS.md")
-        with path.open("a") as f:
-            f.write("\n" + text)
-        print(f"appended to {path}")
+    emit(text, args.write_results)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_of, machine_description, mnist_train  # noqa: E402
+from _common import best_of, emit, machine_description, mnist_train  # noqa: E402
 
 import dkrp  # noqa: E402
 from dkrp._threading import limit_threads  # noqa: E402
@@ -116,12 +116,7 @@ def main(argv=None):
         f"{args.repeats}\n\nMachine: {machine_description()}\n"
     )
     text = header + "\n" + table + "\n\n" + "\n".join(summary) + "\n"
-    print(text)
-    if args.write_results:
-        path = Path(__file__).with_name("RESULTS.md")
-        with path.open("a") as f:
-            f.write("\n" + text)
-        print(f"appended to {path}")
+    emit(text, args.write_results)
 
 
 if __name__ == "__main__":

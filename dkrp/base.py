@@ -95,6 +95,10 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     #: defined by a seed and the number of input features alone.
     data_dependent = False
 
+    #: Data-dependent maps: name -> dtype of each learnt array, stored as attribute
+    #: ``name + "_"``, carried by the spec and checksummed (in this order).
+    learnt_arrays: dict = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
@@ -108,9 +112,24 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         """Draw (or learn from ``X``, which is None for data-independent maps) the state."""
         raise NotImplementedError
 
-    def _state_arrays(self) -> dict:  # pragma: no cover - abstract
-        """Arrays (float64 master copies) whose checksum identifies the fitted map."""
-        raise NotImplementedError
+    def _state_arrays(self) -> dict:
+        """Arrays (float64 master copies) whose checksum identifies the fitted map.
+
+        Data-dependent maps get this from :attr:`learnt_arrays`; data-independent
+        maps override it with their regenerated hyperplanes.
+        """
+        if not self.learnt_arrays:  # pragma: no cover - abstract for seeded maps
+            raise NotImplementedError
+        return {name: getattr(self, name + "_") for name in self.learnt_arrays}
+
+    def _set_state_arrays(self, arrays: dict):
+        """Set the learnt arrays (from a fit or a spec), cast to their declared dtypes."""
+        for name, dtype in self.learnt_arrays.items():
+            setattr(self, name + "_", np.asarray(arrays[name], dtype=dtype))
+        self._after_state_arrays()
+
+    def _after_state_arrays(self):
+        """Derive attributes such as ``n_components_`` once the learnt arrays are set."""
 
     def _transform_array(self, X):  # pragma: no cover - abstract
         """Map a validated, finite block (ndarray or CSR) of dtype float32/float64."""
@@ -144,16 +163,17 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             from .parallel import fit_dask
 
             return fit_dask(self, X)
+        X = self._validate_input(X, reset=True)
+        return self._fit_validated(X, X.shape[1])
+
+    def _validate_input(self, X, *, reset):
+        """scikit-learn's checks (2-D, numeric, feature count) plus NaN/inf naming the row."""
         X = validate_data(
-            self,
-            X,
-            accept_sparse="csr",
-            dtype=FLOAT_DTYPES,
-            ensure_all_finite=False,
-            reset=True,
+            self, X, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_all_finite=False,
+            reset=reset,
         )
         check_finite_rows(X)
-        return self._fit_validated(X, X.shape[1])
+        return X
 
     def fit_n_features(self, n_features):
         """Fit a data-independent projector from the number of input features alone.
@@ -200,16 +220,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             from .parallel import featurize
 
             return featurize(X, self)
-        X = validate_data(
-            self,
-            X,
-            accept_sparse="csr",
-            dtype=FLOAT_DTYPES,
-            ensure_all_finite=False,
-            reset=False,
-        )
-        check_finite_rows(X)
-        return self.transform_block(X)
+        return self.transform_block(self._validate_input(X, reset=False))
 
     def transform_block(self, X):
         """Map an already validated block (no copy, no checks beyond shape).

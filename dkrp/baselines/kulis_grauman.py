@@ -142,6 +142,14 @@ class KulisGraumanRP(BaseProjector):
     """
 
     data_dependent = True
+    learnt_arrays = {
+        "landmark_indices": np.int64,
+        "landmarks": np.float64,
+        "landmark_subsets": np.int64,
+        "weights": np.float64,
+        "kernel_col_mean": np.float64,
+        "kernel_mean": np.float64,
+    }
 
     def __init__(
         self,
@@ -207,24 +215,8 @@ class KulisGraumanRP(BaseProjector):
         """Fit from a dask array: one pass that gathers the sampled landmark rows."""
         return fit_data_dependent_dask(self, X)
 
-    def _set_state_arrays(self, arrays):
-        self.landmark_indices_ = np.asarray(arrays["landmark_indices"], dtype=np.int64)
-        self.landmarks_ = np.asarray(arrays["landmarks"], dtype=np.float64)
-        self.landmark_subsets_ = np.asarray(arrays["landmark_subsets"], dtype=np.int64)
-        self.weights_ = np.asarray(arrays["weights"], dtype=np.float64)
-        self.kernel_col_mean_ = np.asarray(arrays["kernel_col_mean"], dtype=np.float64)
-        self.kernel_mean_ = np.asarray(arrays["kernel_mean"], dtype=np.float64)
+    def _after_state_arrays(self):
         self.n_components_ = int(self.weights_.shape[1])
-
-    def _state_arrays(self):
-        return {
-            "landmark_indices": self.landmark_indices_,
-            "landmarks": self.landmarks_,
-            "landmark_subsets": self.landmark_subsets_,
-            "weights": self.weights_,
-            "kernel_col_mean": self.kernel_col_mean_,
-            "kernel_mean": self.kernel_mean_,
-        }
 
     @property
     def _n_features_out(self):

@@ -109,6 +109,11 @@ class Nystroem(BaseProjector):
     """
 
     data_dependent = True
+    learnt_arrays = {
+        "landmark_indices": np.int64,
+        "landmarks": np.float64,
+        "normalization": np.float64,
+    }
 
     def __init__(
         self,
@@ -147,18 +152,8 @@ class Nystroem(BaseProjector):
         """Fit from a dask array: one pass that gathers the sampled landmark rows."""
         return fit_data_dependent_dask(self, X)
 
-    def _set_state_arrays(self, arrays):
-        self.landmark_indices_ = np.asarray(arrays["landmark_indices"], dtype=np.int64)
-        self.landmarks_ = np.asarray(arrays["landmarks"], dtype=np.float64)
-        self.normalization_ = np.asarray(arrays["normalization"], dtype=np.float64)
+    def _after_state_arrays(self):
         self.n_components_ = int(self.landmarks_.shape[0])
-
-    def _state_arrays(self):
-        return {
-            "landmark_indices": self.landmark_indices_,
-            "landmarks": self.landmarks_,
-            "normalization": self.normalization_,
-        }
 
     @property
     def _n_features_out(self):

@@ -86,6 +86,11 @@ class PCAProjector(BaseProjector):
     """
 
     data_dependent = True
+    learnt_arrays = {
+        "mean": np.float64,
+        "components": np.float64,
+        "explained_variance": np.float64,
+    }
 
     def __init__(self, n_components=50, whiten=False, random_state=None):
         self.n_components = n_components
@@ -143,18 +148,8 @@ class PCAProjector(BaseProjector):
     def _fitted_extras(self):
         return {"n_samples_seen_": int(self.n_samples_seen_)}
 
-    def _set_state_arrays(self, arrays):
-        self.mean_ = np.asarray(arrays["mean"], dtype=np.float64)
-        self.components_ = np.asarray(arrays["components"], dtype=np.float64)
-        self.explained_variance_ = np.asarray(arrays["explained_variance"], dtype=np.float64)
+    def _after_state_arrays(self):
         self.n_components_ = int(self.components_.shape[0])
-
-    def _state_arrays(self):
-        return {
-            "mean": self.mean_,
-            "components": self.components_,
-            "explained_variance": self.explained_variance_,
-        }
 
     @property
     def _n_features_out(self):
