@@ -15,11 +15,14 @@ __all__ = ["hyperplane_sampler", "resolve_density", "index_sampler", "DISTRIBUTI
 DISTRIBUTIONS = ("gaussian", "achlioptas")
 
 
-def resolve_density(density, n_features):
+def resolve_density(density, n_features, distribution="achlioptas"):
     """Fraction of non-zero entries of an Achlioptas matrix (``"auto"`` = 1/sqrt(d)).
 
-    As in scikit-learn's SparseRandomProjection; Li, Hastie & Church (2006).
+    As in scikit-learn's SparseRandomProjection; Li, Hastie & Church (2006). Gaussian
+    matrices are dense: 1.0, and ``density`` is not looked at.
     """
+    if distribution != "achlioptas":
+        return 1.0
     if isinstance(density, str):
         if density != "auto":
             raise ValueError(f"density must be 'auto' or a float in (0, 1]; got {density!r}.")

@@ -126,9 +126,7 @@ class IndependentPolynomialProjection(BaseProjector):
         check_integer("n_components", self.n_components, minimum=1)
         check_integer("n_terms", self.n_terms, minimum=1)
         check_choice("distribution", self.distribution, DISTRIBUTIONS)
-        self.density_ = (
-            resolve_density(self.density, n_features) if self.distribution == "achlioptas" else 1.0
-        )
+        self.density_ = resolve_density(self.density, n_features, self.distribution)
 
     def _fit_state(self, X, n_features):
         n_rows = self.n_components * self.n_terms * self.degree

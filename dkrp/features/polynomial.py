@@ -237,9 +237,7 @@ class PolynomialRandomProjection(BaseProjector):
                 f"degree * n_terms = {self.degree * self.n_terms} distinct pool "
                 f"hyperplanes, but n_hyperplanes = {self.n_hyperplanes}."
             )
-        self.density_ = (
-            resolve_density(self.density, n_features) if self.distribution == "achlioptas" else 1.0
-        )
+        self.density_ = resolve_density(self.density, n_features, self.distribution)
 
     def _fit_state(self, X, n_features):
         p = self.n_hyperplanes
@@ -365,11 +363,8 @@ class ExplicitPolynomialProjection(BaseProjector):
         check_integer("n_components", self.n_components, minimum=1)
         check_choice("distribution", self.distribution, DISTRIBUTIONS)
         self.n_explicit_features_ = int(n_features) ** int(self.degree)
-        self.density_ = (
-            resolve_density(self.density, self.n_explicit_features_)
-            if self.distribution == "achlioptas"
-            else 1.0
-        )
+        self.density_ = resolve_density(self.density, self.n_explicit_features_,
+                                        self.distribution)
 
     def _sampler(self):
         return hyperplane_sampler(self.distribution, self.n_components, self.density_)
