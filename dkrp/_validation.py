@@ -12,13 +12,20 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import PartitionInputError
+
 __all__ = [
     "check_finite_rows",
     "check_integer",
     "check_real",
     "check_choice",
     "first_nonfinite_row",
+    "FLOAT_DTYPES",
+    "is_dask_collection",
 ]
+
+#: The dtypes projectors compute in: float32 input stays float32, the rest is float64.
+FLOAT_DTYPES = (np.float64, np.float32)
 
 
 def first_nonfinite_row(X):
@@ -47,6 +54,9 @@ def first_nonfinite_row(X):
 def check_finite_rows(X, *, name="X", row_offset=0, partition=None):
     """Raise a ValueError naming the first row with NaN or infinity.
 
+    With ``partition`` given it is a :class:`dkrp.errors.PartitionInputError`
+    (a ``ValueError``) carrying the partition.
+
     Parameters
     ----------
     X : ndarray or sparse matrix
@@ -71,6 +81,8 @@ def check_finite_rows(X, *, name="X", row_offset=0, partition=None):
             f"Input {name} contains infinity or a value too large for "
             f"{np.asarray(X.data if sp.issparse(X) else X).dtype!r} (at {where})."
         )
+    if partition is not None:
+        raise PartitionInputError(msg, partition=partition)
     raise ValueError(msg)
 
 
@@ -105,3 +117,12 @@ def check_choice(name, value, choices):
         options = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {options}; got {value!r}.")
     return value
+
+
+def is_dask_collection(X) -> bool:
+    """True for dask arrays (and other dask collections), without importing dask eagerly."""
+    if not hasattr(X, "__dask_graph__"):
+        return False
+    from dask.base import is_dask_collection as _is
+
+    return _is(X)

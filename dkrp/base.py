@@ -11,72 +11,28 @@ Either way ``to_spec()`` describes the fitted projector completely, ``from_spec`
 rebuilds it bit for bit in any process, and a checksum of the state arrays guards
 against a worker that would regenerate other hyperplanes (another numpy, say).
 
-Subclasses implement ``_validate_params``, ``_fit_state(X, n_features)``,
+Subclasses implement ``_resolve_params``, ``_fit_state(X, n_features)``,
 ``_state_arrays``, ``_transform_array(X)`` and ``_n_features_out``.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import logging
-import os
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._random import array_checksum, resolve_seed
-from ._validation import check_finite_rows, check_integer
+from . import _blockwise, _spec
+from ._random import resolve_seed
+from ._spec import SpecError, from_spec, load, registered_projectors
+from ._validation import FLOAT_DTYPES, check_finite_rows, check_integer, is_dask_collection
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["BaseProjector", "SpecError", "from_spec", "load", "registered_projectors"]
-
-SPEC_FORMAT = "dkrp.projector"
-SPEC_FORMAT_VERSION = 1
-FLOAT_DTYPES = (np.float64, np.float32)
-
-_REGISTRY: dict[str, type] = {}
-
-
-class SpecError(ValueError):
-    """A projector spec is malformed, or rebuilds other hyperplanes than it records."""
-
-
-def registered_projectors() -> dict[str, type]:
-    """Map of spec class names to projector classes."""
-    _import_projector_modules()
-    return dict(_REGISTRY)
-
-
-def _import_projector_modules():
-    # Importing the modules registers their classes (see BaseProjector.__init_subclass__).
-    from . import features  # noqa: F401
-
-    try:
-        from . import baselines  # noqa: F401
-    except ImportError:  # pragma: no cover - baselines are optional during bootstrap
-        pass
-
-
-def _dkrp_version() -> str:
-    from . import __version__
-
-    return __version__
-
-
-def _encode_array(a: np.ndarray) -> str:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _decode_array(text: str) -> np.ndarray:
-    return np.load(io.BytesIO(base64.b64decode(text.encode("ascii"))), allow_pickle=False)
 
 
 class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -102,10 +58,10 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
-            _REGISTRY[cls.__name__] = cls
+            _spec.register(cls)
 
     # -- hooks for subclasses -------------------------------------------------
-    def _validate_params(self, n_features):  # pragma: no cover - abstract
+    def _resolve_params(self, n_features):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _fit_state(self, X, n_features):  # pragma: no cover - abstract
@@ -159,10 +115,8 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         -------
         self : object
         """
-        if _is_dask_collection(X):
-            from .parallel import fit_dask
-
-            return fit_dask(self, X)
+        if is_dask_collection(X):
+            return _blockwise.fit_dask(self, X)
         X = self._validate_input(X, reset=True)
         return self._fit_validated(X, X.shape[1])
 
@@ -196,11 +150,11 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         return self._fit_validated(None, n_features)
 
     def _fit_validated(self, X, n_features):
-        self._validate_params(n_features)
+        self._resolve_params(n_features)
         self.seed_ = resolve_seed(self.random_state)
         self._cache = {}
         self._fit_state(X, n_features)
-        self.spec_checksum_ = array_checksum(*self._state_arrays().values())
+        self.spec_checksum_ = _spec.state_checksum(self)
         return self
 
     def transform(self, X):
@@ -216,10 +170,8 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             Same dtype as ``X`` when ``X`` is float32, else float64.
         """
         check_is_fitted(self, "spec_checksum_")
-        if _is_dask_collection(X):
-            from .parallel import featurize
-
-            return featurize(X, self)
+        if is_dask_collection(X):
+            return _blockwise.featurize(X, self)
         return self.transform_block(self._validate_input(X, reset=False))
 
     def transform_block(self, X):
@@ -278,24 +230,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             maps only, base64 ``.npy``), ``checksum`` and ``versions``.
         """
         check_is_fitted(self, "spec_checksum_")
-        params = self.get_params(deep=False)
-        params["random_state"] = int(self.seed_)
-        spec = {
-            "format": SPEC_FORMAT,
-            "format_version": SPEC_FORMAT_VERSION,
-            "class": type(self).__name__,
-            "params": params,
-            "n_features_in": int(self.n_features_in_),
-            "seed": int(self.seed_),
-            "fitted": self._fitted_extras(),
-            "arrays": None,
-            "checksum": self.spec_checksum_,
-            "versions": {"dkrp": _dkrp_version(), "numpy": np.__version__},
-        }
-        if self.data_dependent:
-            spec["arrays"] = {k: _encode_array(v) for k, v in self._state_arrays().items()}
-        json.dumps(spec)  # fail here, not on a worker, if something is not JSON-able
-        return spec
+        return _spec.to_spec(self)
 
     def save(self, path):
         """Save as JSON (``path``) plus ``.npz`` of learnt arrays where there are any.
@@ -303,105 +238,4 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         No pickle is involved: :func:`dkrp.load` reads JSON and ``np.load(...,
         allow_pickle=False)``.
         """
-        path = Path(path)
-        spec = self.to_spec()
-        arrays = spec.pop("arrays")
-        if arrays is not None:
-            npz = path.with_suffix(".npz")
-            decoded = {k: _decode_array(v) for k, v in arrays.items()}
-            tmp = npz.with_name(npz.name + ".tmp.npz")
-            np.savez(tmp, **decoded)
-            os.replace(tmp, npz)
-            spec["arrays_file"] = npz.name
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(spec, indent=2, sort_keys=True))
-        os.replace(tmp, path)
-        return path
-
-
-def from_spec(spec) -> BaseProjector:
-    """Rebuild a fitted projector from its spec, bit for bit.
-
-    Parameters
-    ----------
-    spec : dict or str
-        A dict from :meth:`BaseProjector.to_spec`, or its JSON text.
-
-    Returns
-    -------
-    projector : BaseProjector
-
-    Raises
-    ------
-    SpecError
-        If the spec is malformed or the regenerated state does not match the
-        recorded checksum (e.g. a process with another numpy build).
-    """
-    if isinstance(spec, (str, bytes)):
-        spec = json.loads(spec)
-    if not isinstance(spec, dict) or spec.get("format") != SPEC_FORMAT:
-        raise SpecError(f"Not a dkrp projector spec (expected format={SPEC_FORMAT!r}).")
-    if spec.get("format_version") != SPEC_FORMAT_VERSION:
-        raise SpecError(
-            f"Unsupported spec format_version {spec.get('format_version')!r}; this dkrp "
-            f"reads version {SPEC_FORMAT_VERSION}."
-        )
-    registry = registered_projectors()
-    name = spec.get("class")
-    if name not in registry:
-        raise SpecError(f"Unknown projector class {name!r}; known: {sorted(registry)}.")
-    cls = registry[name]
-    est = cls(**spec["params"])
-    n_features = int(spec["n_features_in"])
-    est.n_features_in_ = n_features
-    est._validate_params(n_features)
-    est.seed_ = int(spec["seed"])
-    est._cache = {}
-    est._set_fitted_extras(spec.get("fitted") or {})
-    if cls.data_dependent:
-        arrays = spec.get("arrays")
-        if not arrays:
-            raise SpecError(f"The spec of {name} carries no learnt arrays.")
-        est._set_state_arrays({k: _decode_array(v) for k, v in arrays.items()})
-    else:
-        est._fit_state(None, n_features)
-    checksum = array_checksum(*est._state_arrays().values())
-    if checksum != spec.get("checksum"):
-        versions = spec.get("versions", {})
-        raise SpecError(
-            f"The {name} rebuilt from this spec does not match its checksum "
-            f"(spec {str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…). The spec was "
-            f"written with numpy {versions.get('numpy')} and dkrp {versions.get('dkrp')}; this "
-            f"process has numpy {np.__version__} and dkrp {_dkrp_version()}. Pin the same "
-            "versions on every client and worker."
-        )
-    est.spec_checksum_ = checksum
-    return est
-
-
-def load(path) -> BaseProjector:
-    """Load a projector saved with :meth:`BaseProjector.save` (JSON + optional ``.npz``)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"No projector spec at {path}.")
-    try:
-        spec = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpecError(f"{path} is not a JSON projector spec: {exc}") from exc
-    arrays_file = spec.pop("arrays_file", None)
-    if arrays_file is not None:
-        npz_path = path.parent / arrays_file
-        try:
-            with np.load(npz_path, allow_pickle=False) as npz:
-                spec["arrays"] = {k: _encode_array(npz[k]) for k in npz.files}
-        except ValueError as exc:  # object arrays need pickle: refuse them
-            raise SpecError(f"{npz_path} holds arrays that would need pickle: refused.") from exc
-    return from_spec(spec)
-
-
-def _is_dask_collection(X) -> bool:
-    try:
-        from dask.base import is_dask_collection
-    except ImportError:  # pragma: no cover - dask is a hard dependency
-        return False
-    return is_dask_collection(X)
+        return _spec.save(self, path)

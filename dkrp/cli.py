@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 def _user_errors():
-    from .base import SpecError
+    from .errors import SpecError
     from .feature_store import FeatureStoreError
 
     return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,

@@ -54,7 +54,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .parallel import prepare_input, row_offsets, spec_json, transform_partition
+from ._blockwise import prepare_input, row_offsets, spec_json, transform_partition
+from ._spec import from_spec
+from .errors import (
+    FeatureStoreError,
+    FeatureStoreMismatchError,
+    PartitionError,
+    PartitionInputError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -72,47 +79,6 @@ __all__ = [
 
 FEATURES_FORMAT = "features"
 FORMAT_VERSION = 1
-
-
-class FeatureStoreError(RuntimeError):
-    """A feature store cannot be written or read as asked."""
-
-
-class FeatureStoreMismatchError(FeatureStoreError, ValueError):
-    """An existing store was made by another projector, input, dtype or shape."""
-
-
-class PartitionError(FeatureStoreError):
-    """Writing one partition (row block) failed: its task raised, or killed its worker.
-
-    The original exception (e.g. ``OSError``, ``distributed.KilledWorker``) is the
-    ``__cause__``; the message names the partition, its rows, the original error and
-    the number of attempts. The store is left incomplete with finished chunks intact,
-    so running the same job again resumes it.
-
-    Attributes
-    ----------
-    partition : int
-        Index of the row block (and of the output chunk).
-    rows : tuple of int
-        First and last global row of the partition.
-    attempts : int
-        How many times the partition's task ran before giving up.
-    """
-
-    def __init__(self, message, *, partition, rows, attempts):
-        super().__init__(message)
-        self.partition = int(partition)
-        self.rows = (int(rows[0]), int(rows[1]))
-        self.attempts = int(attempts)
-
-    def __reduce__(self):  # picklable (it may cross process boundaries)
-        return (_rebuild_partition_error,
-                (str(self), self.partition, self.rows, self.attempts))
-
-
-def _rebuild_partition_error(message, partition, rows, attempts):
-    return PartitionError(message, partition=partition, rows=rows, attempts=attempts)
 
 
 @dataclass(frozen=True)
@@ -142,8 +108,6 @@ class FeatureSet:
 
     def projector(self):
         """The projector that made these features, rebuilt from the spec."""
-        from .base import from_spec
-
         return from_spec(self.spec)
 
 
@@ -396,7 +360,7 @@ def _partition_failure(exc, chunk, rows, path, attempts):
     input, e.g. NaN at a global row, raised by
     :func:`dkrp.parallel.transform_partition`): it is re-raised as it is.
     """
-    if isinstance(exc, ValueError) and f"partition {chunk}" in str(exc).lower():
+    if isinstance(exc, PartitionInputError):
         return None
     from distributed.scheduler import KilledWorker
 

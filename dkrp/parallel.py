@@ -1,40 +1,33 @@
-"""Featurize dask arrays on a cluster by broadcasting a seed, never a matrix.
+"""Clusters: start an embedded one, attach to a remote one, check its workers.
 
-This module owns the distributed path of every projector:
+* :func:`start_local_cluster` and :func:`connect` start or attach to a cluster;
+  every socket of an embedded cluster is bound to 127.0.0.1.
+* :func:`check_workers` verifies that every worker regenerates the same
+  hyperplanes as the client (same numpy, same dkrp).
 
-* :func:`featurize` maps the row blocks of a dask array through a fitted projector.
-  Only the projector's JSON spec (a few hundred bytes for data-independent maps)
-  travels in the task graph; each worker process rebuilds the projector from the
-  spec once (:func:`dkrp.from_spec` regenerates the hyperplanes and verifies their
-  checksum), caches it by checksum, and maps its blocks. Graph keys are tokens of
-  the spec and the input, so they are deterministic.
-* :func:`fit_dask` fits a projector from a dask array: data-independent maps only
-  need ``X.shape[1]`` (plus one pass for ``gamma="scale"``); data-dependent maps
-  delegate to their own ``_fit_dask``.
-* :func:`start_local_cluster`, :func:`connect` and :func:`check_workers` start or
-  attach to a cluster and verify that every worker regenerates the same
-  hyperplanes as the client.
-
-Each block is validated on its worker: NaN and infinity are reported with
-scikit-learn's wording plus the partition (block index) and global row, e.g.
-``Input X contains NaN (at partition 7, local row 13, global row 7181).``
-A wrong number of features is reported before any task runs.
+The dask path itself (:func:`featurize`, :func:`fit_dask`, ...) lives in
+:mod:`dkrp._blockwise`; its public functions are re-exported here, where users
+have always found them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
-import threading
 
 import numpy as np
-import scipy.sparse as sp
 
-from ._validation import check_finite_rows
-from .base import FLOAT_DTYPES, SpecError, from_spec
+from ._blockwise import (
+    featurize,
+    fit_dask,
+    prepare_input,
+    row_offsets,
+    spec_json,
+    transform_partition,
+)
+from ._spec import rebuild
+from .errors import SpecError
 
 logger = logging.getLogger(__name__)
 
@@ -42,266 +35,13 @@ __all__ = [
     "featurize",
     "fit_dask",
     "prepare_input",
+    "row_offsets",
     "transform_partition",
     "start_local_cluster",
     "connect",
     "check_workers",
     "spec_json",
 ]
-
-# -- worker side --------------------------------------------------------------------
-
-_PROJECTORS: dict = {}
-_PROJECTORS_LOCK = threading.Lock()
-
-
-def spec_json(projector) -> str:
-    """The projector's spec as canonical JSON text (sorted keys), the graph's payload."""
-    return json.dumps(projector.to_spec(), sort_keys=True, separators=(",", ":"))
-
-
-def _worker_address() -> str | None:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except (ImportError, ValueError):
-        return None
-
-
-def _cached_projector(spec_text: str):
-    """Rebuild (once per process) the projector of ``spec_text``; verify its checksum."""
-    key = hashlib.sha256(spec_text.encode("utf-8")).hexdigest()
-    est = _PROJECTORS.get(key)
-    if est is not None:
-        return est
-    with _PROJECTORS_LOCK:
-        est = _PROJECTORS.get(key)
-        if est is None:
-            try:
-                est = from_spec(spec_text)
-            except SpecError as exc:
-                where = _worker_address()
-                host = f"worker {where}" if where else f"process {os.getpid()}"
-                raise SpecError(f"On {host}: {exc}") from exc
-            _PROJECTORS[key] = est
-    return est
-
-
-def _task_threads() -> int:
-    """Threads one task may use: this worker's share divided among its task threads."""
-    from ._threading import num_threads
-
-    try:
-        from distributed import get_worker
-
-        nthreads = get_worker().state.nthreads
-    except (ImportError, ValueError, AttributeError):
-        return num_threads()
-    return max(1, num_threads() // max(1, int(nthreads)))
-
-
-def transform_partition(block, spec_text, dtype, row_offset, partition):
-    """Featurize one row block (module-level and pure, so it pickles by reference).
-
-    Parameters
-    ----------
-    block : ndarray or CSR matrix of shape (n_rows, n_features)
-    spec_text : str
-        JSON spec of the projector.
-    dtype : str
-        Output (and compute) dtype, ``"float32"`` or ``"float64"``.
-    row_offset : int
-        Global index of the block's first row, named in errors.
-    partition : int
-        Index of the block, named in errors.
-
-    Returns
-    -------
-    ndarray of shape (n_rows, n_components) and dtype ``dtype``
-    """
-    from ._threading import limit_threads
-
-    est = _cached_projector(spec_text)
-    dtype = np.dtype(dtype)
-    if sp.issparse(block):
-        block = sp.csr_matrix(block) if block.format != "csr" else block
-        if block.dtype != dtype:
-            block = block.astype(dtype)
-    else:
-        block = np.asarray(block)
-        if block.dtype != dtype:
-            block = block.astype(dtype)
-    if block.ndim != 2 or block.shape[1] != est.n_features_in_:
-        raise ValueError(
-            f"Partition {partition} has shape {block.shape}, but {type(est).__name__} is "
-            f"expecting {est.n_features_in_} features as input."
-        )
-    check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
-    with limit_threads(_task_threads()):
-        out = est.transform_block(block)
-    return np.ascontiguousarray(out, dtype=dtype)
-
-
-def _map_block(block, spec_text, dtype, offsets, block_info=None):
-    # map_blocks hands us the block index; offsets[i] is its global first row.
-    i = block_info[0]["chunk-location"][0] if block_info else 0
-    return transform_partition(block, spec_text, dtype, offsets[i], i)
-
-
-# -- client side ---------------------------------------------------------------------
-
-
-def _output_dtype(X, dtype):
-    if dtype is not None:
-        dtype = np.dtype(dtype)
-        if dtype not in FLOAT_DTYPES:
-            raise ValueError(f"dtype must be float32 or float64, got {dtype}.")
-        return dtype
-    return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
-
-
-def prepare_input(X, projector, *, dtype=None):
-    """Validate a dask array for ``projector`` before any task runs.
-
-    Checks that ``X`` is 2-D, numeric, with known row chunks and the number of
-    features the projector was fitted on, and rechunks it to one column block.
-
-    Returns
-    -------
-    X : dask.array.Array
-        One column block, same row chunks.
-    dtype : numpy.dtype
-        Output dtype (float32 input stays float32 unless ``dtype`` says otherwise).
-    """
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(projector, "spec_checksum_")
-    if X.ndim != 2:
-        raise ValueError(
-            f"Expected 2D array, got {X.ndim}D array instead: featurize takes a dask array "
-            "of shape (n_samples, n_features)."
-        )
-    if X.dtype.kind not in "biuf":
-        raise ValueError(
-            f"dtype={X.dtype} is not numeric: dkrp featurizes integer or floating input only."
-        )
-    if any(np.isnan(c) for c in X.chunks[0]) or any(np.isnan(c) for c in X.chunks[1]):
-        raise ValueError(
-            "X has unknown chunk sizes; call X.compute_chunk_sizes() (or read it with "
-            "dkrp.io.open_dataset, which records them) before featurizing."
-        )
-    n_features = int(X.shape[1])
-    if n_features != projector.n_features_in_:
-        # scikit-learn's wording (validate_data, reset=False)
-        raise ValueError(
-            f"X has {n_features} features, but {type(projector).__name__} is expecting "
-            f"{projector.n_features_in_} features as input."
-        )
-    if len(X.chunks[1]) != 1:
-        X = X.rechunk({1: -1})
-    return X, _output_dtype(X, dtype)
-
-
-def row_offsets(chunks) -> tuple:
-    """Global first row of each row block."""
-    return tuple(int(v) for v in np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64))
-
-
-def featurize(X, projector, *, dtype=None):
-    """Featurize a dask array lazily, one task per row block.
-
-    Parameters
-    ----------
-    X : dask.array.Array of shape (n_samples, n_features)
-        Dense or CSR blocks, known row chunks.
-    projector : BaseProjector
-        A fitted projector; only its JSON spec enters the graph.
-    dtype : {None, "float32", "float64"}
-        Output dtype; by default float32 input gives float32, anything else float64.
-
-    Returns
-    -------
-    Z : dask.array.Array of shape (n_samples, n_components)
-        Same row chunks as ``X``, one column block, dense blocks.
-
-    Examples
-    --------
-    >>> import dask.array as da, numpy as np
-    >>> from dkrp import PolynomialRandomProjection
-    >>> X = da.from_array(np.random.default_rng(0).standard_normal((10, 4)), chunks=(4, 4))
-    >>> krp = PolynomialRandomProjection(n_components=8, n_hyperplanes=16, random_state=0)
-    >>> Z = featurize(X, krp.fit_n_features(4))
-    >>> Z.chunks
-    ((4, 4, 2), (8,))
-    >>> bool(np.allclose(Z.compute(), krp.transform(X.compute())))
-    True
-    """
-    import dask.array as da
-    from dask.base import tokenize
-
-    X, out_dtype = prepare_input(X, projector, dtype=dtype)
-    text = spec_json(projector)
-    k = int(projector._n_features_out)
-    offsets = row_offsets(X.chunks[0])
-    name = "dkrp-featurize-" + tokenize(X.name, text, out_dtype.str)
-    return da.map_blocks(
-        _map_block,
-        X,
-        text,
-        out_dtype.str,
-        offsets,
-        name=name,
-        dtype=out_dtype,
-        chunks=(X.chunks[0], (k,)),
-        meta=np.empty((0, 0), dtype=out_dtype),
-    )
-
-
-def fit_dask(est, X):
-    """Fit ``est`` from a dask array.
-
-    Data-independent maps use ``X.shape[1]`` only; ``gamma="scale"`` is computed in
-    one pass over ``X`` (mean and mean of squares). Data-dependent maps call
-    ``est._fit_dask(X)``.
-    """
-    if X.ndim != 2:
-        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
-    if np.isnan(X.shape[1]):
-        raise ValueError("X has an unknown number of columns; call X.compute_chunk_sizes().")
-    if getattr(est, "data_dependent", False):
-        fit = getattr(est, "_fit_dask", None)
-        if fit is None:
-            raise ValueError(
-                f"{type(est).__name__} learns from training rows and has no distributed fit; "
-                "fit it on a numpy sample (e.g. X[:n].compute()) instead."
-            )
-        return fit(X)
-    gamma = getattr(est, "gamma", None)
-    if isinstance(gamma, str) and gamma == "scale" and hasattr(est, "_resolve_gamma"):
-        est.gamma_ = _scale_gamma(est, X)
-    elif hasattr(est, "gamma_") and not isinstance(gamma, str):
-        del est.gamma_  # a stale value from an earlier fit must not win over gamma
-    return est.fit_n_features(int(X.shape[1]))
-
-
-def _scale_gamma(est, X):
-    """``gamma='scale'`` as scikit-learn defines it, from one pass over a dask array."""
-    import dask
-    import math
-
-    Xf = X.astype(np.float64)
-    if isinstance(X._meta, sp.spmatrix) or sp.issparse(X._meta):
-        sq = Xf.map_blocks(lambda b: b.multiply(b), dtype=np.float64)
-    else:
-        sq = Xf * Xf
-    mean, mean_sq = dask.compute(Xf.mean(), sq.mean())
-    mean, mean_sq = float(np.asarray(mean)), float(np.asarray(mean_sq))
-    if not (np.isfinite(mean) and np.isfinite(mean_sq)):
-        raise ValueError("Input X contains NaN or infinity: cannot compute gamma='scale'.")
-    var = mean_sq - mean**2
-    spread = var if getattr(est, "kernel", "gaussian") == "gaussian" else math.sqrt(max(var, 0))
-    return 1.0 / (X.shape[1] * spread) if spread > 0 else 1.0
 
 
 # -- clusters --------------------------------------------------------------------------
@@ -425,34 +165,18 @@ def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=No
 def _worker_check(spec_text):
     """Regenerate the projector of ``spec_text`` here and report its checksum."""
     from . import __version__
-    from ._random import array_checksum
 
-    spec = json.loads(spec_text)
+    versions = {"numpy": np.__version__, "dkrp": __version__}
     try:
-        est = from_spec(spec)
-        checksum = est.spec_checksum_
+        est = rebuild(spec_text)
+        return {"checksum": est.spec_checksum_, "error": None, **versions}
     except SpecError as exc:
-        checksum = None
         message = str(exc)
-        # rebuild without verification to report what this process regenerates
-        try:
-            from .base import registered_projectors
-
-            cls = registered_projectors()[spec["class"]]
-            est = cls(**spec["params"])
-            est.n_features_in_ = int(spec["n_features_in"])
-            est._validate_params(est.n_features_in_)
-            est.seed_ = int(spec["seed"])
-            est._cache = {}
-            est._set_fitted_extras(spec.get("fitted") or {})
-            if not cls.data_dependent:
-                est._fit_state(None, est.n_features_in_)
-                checksum = array_checksum(*est._state_arrays().values())
-        except Exception:  # noqa: BLE001 - reported through message
-            pass
-        return {"checksum": checksum, "error": message, "numpy": np.__version__,
-                "dkrp": __version__}
-    return {"checksum": checksum, "error": None, "numpy": np.__version__, "dkrp": __version__}
+    try:  # rebuild without verification to report what this process regenerates
+        checksum = rebuild(spec_text, verify=False).spec_checksum_
+    except Exception:  # noqa: BLE001 - the first error is the one reported
+        checksum = None
+    return {"checksum": checksum, "error": message, **versions}
 
 
 def check_workers(client, projector) -> dict:

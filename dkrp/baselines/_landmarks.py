@@ -92,9 +92,9 @@ def take_landmarks(X, indices):
     hold them; they are then checked for NaN/inf and the message names the global
     row of the training set.
     """
-    from ..base import _is_dask_collection
+    from .._validation import is_dask_collection
 
-    if _is_dask_collection(X):
+    if is_dask_collection(X):
         logger.info("sampling %d landmark rows from a dask array (one pass)", len(indices))
         rows = X[indices].compute()
         rows = check_array(rows, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_all_finite=False,

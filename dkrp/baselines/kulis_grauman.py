@@ -171,7 +171,7 @@ class KulisGraumanRP(BaseProjector):
         self.n_terms = n_terms
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_integer("n_components", self.n_components, minimum=1)
         check_integer("n_landmarks", self.n_landmarks, minimum=2)
         check_integer("n_terms", self.n_terms, minimum=1)

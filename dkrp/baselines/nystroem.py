@@ -131,7 +131,7 @@ class Nystroem(BaseProjector):
         self.n_components = n_components
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_integer("n_components", self.n_components, minimum=1)
         self.kernel_params_ = resolve_kernel_params(
             self.kernel, self.degree, self.gamma, self.coef0, n_features, supported=KERNELS

@@ -17,7 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_integer
-from ..base import BaseProjector, _is_dask_collection
+from .._validation import is_dask_collection
+from ..base import BaseProjector
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class PCAProjector(BaseProjector):
         self.whiten = whiten
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_integer("n_components", self.n_components, minimum=1)
         if not isinstance(self.whiten, (bool, np.bool_)):
             raise ValueError(f"whiten must be a bool, got {self.whiten!r}.")
@@ -112,7 +113,7 @@ class PCAProjector(BaseProjector):
             )
         if n_samples < 2:
             raise ValueError(f"PCA needs at least 2 samples, got n_samples={n_samples}.")
-        if _is_dask_collection(X):
+        if is_dask_collection(X):
             import dask
 
             logger.info("PCA: one pass over the dask array for column sums and X^T X")

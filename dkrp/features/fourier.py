@@ -138,7 +138,7 @@ class RandomFourierFeatures(BaseProjector):
         self.pool = pool
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("feature_map", self.feature_map, FEATURE_MAPS)
         check_integer("n_components", self.n_components, minimum=1)

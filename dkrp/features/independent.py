@@ -121,7 +121,7 @@ class IndependentPolynomialProjection(BaseProjector):
         self.density = density
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_integer("degree", self.degree, minimum=1)
         check_integer("n_components", self.n_components, minimum=1)
         check_integer("n_terms", self.n_terms, minimum=1)

@@ -141,7 +141,7 @@ class RandomMaclaurin(BaseProjector):
         self.n_components = n_components
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_choice("kernel", self.kernel, MACLAURIN_KERNELS)
         check_integer("n_components", self.n_components, minimum=1)
         if self.kernel in ("polynomial", "homogeneous_polynomial"):

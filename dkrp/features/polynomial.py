@@ -213,7 +213,7 @@ class PolynomialRandomProjection(BaseProjector):
         self.index_design = index_design
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_integer("degree", self.degree, minimum=1)
         check_integer("n_components", self.n_components, minimum=1)
         check_integer("n_hyperplanes", self.n_hyperplanes, minimum=1)
@@ -358,7 +358,7 @@ class ExplicitPolynomialProjection(BaseProjector):
         self.density = density
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_integer("degree", self.degree, minimum=1)
         check_integer("n_components", self.n_components, minimum=1)
         check_choice("distribution", self.distribution, DISTRIBUTIONS)

@@ -108,7 +108,7 @@ class TensorSketch(BaseProjector):
         self.n_components = n_components
         self.random_state = random_state
 
-    def _validate_params(self, n_features):
+    def _resolve_params(self, n_features):
         check_choice("kernel", self.kernel, TENSORSKETCH_KERNELS)
         check_integer("degree", self.degree, minimum=1)
         check_integer("n_components", self.n_components, minimum=1)

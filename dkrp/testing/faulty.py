@@ -93,8 +93,8 @@ class FaultyProjection(PolynomialRandomProjection):
         self.wait_store = wait_store
         self.wait_done = wait_done
 
-    def _validate_params(self, n_features):
-        super()._validate_params(n_features)
+    def _resolve_params(self, n_features):
+        super()._resolve_params(n_features)
         check_choice("fault", self.fault, FAULTS)
         check_integer("times", self.times, minimum=0)
         check_integer("wait_done", self.wait_done, minimum=0)

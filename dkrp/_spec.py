@@ -1,0 +1,241 @@
+"""Projector specs: the registry of classes, JSON specs, rebuild, save and load.
+
+A spec is the JSON description of a fitted projector. For data-independent maps it
+holds the class, the parameters, the number of input features and the seed: the
+hyperplanes are regenerated from it. Data-dependent maps also carry their learnt
+arrays (base64 ``.npy`` inside the spec, or an ``.npz`` beside a saved JSON file).
+Every spec records a SHA-256 of the state arrays; :func:`rebuild` recomputes it and
+refuses a mismatch, so a process that would regenerate other hyperplanes (another
+numpy, say) never silently produces other features.
+
+This module owns that format and is the only place a projector is rebuilt from a
+spec: :func:`dkrp.from_spec`, :func:`dkrp.load`, the workers of the dask path and
+:func:`dkrp.parallel.check_workers` all call :func:`rebuild`. It talks to
+projectors only through the hooks of :class:`dkrp.base.BaseProjector` and never
+imports it (the base class registers its subclasses here).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ._random import array_checksum
+from .errors import SpecError
+
+__all__ = [
+    "SPEC_FORMAT",
+    "SPEC_FORMAT_VERSION",
+    "SpecError",
+    "register",
+    "registered_projectors",
+    "to_spec",
+    "spec_json",
+    "rebuild",
+    "from_spec",
+    "save",
+    "load",
+]
+
+SPEC_FORMAT = "dkrp.projector"
+SPEC_FORMAT_VERSION = 1
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls) -> type:
+    """Record ``cls`` under its class name so specs naming it can be rebuilt."""
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def registered_projectors() -> dict[str, type]:
+    """Map of spec class names to projector classes (everything ``import dkrp`` defines)."""
+    return dict(_REGISTRY)
+
+
+def _dkrp_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def encode_array(a: np.ndarray) -> str:
+    """An array as base64 ``.npy`` text (no pickle)."""
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def decode_array(text: str) -> np.ndarray:
+    """Inverse of :func:`encode_array`; object arrays are refused."""
+    return np.load(io.BytesIO(base64.b64decode(text.encode("ascii"))), allow_pickle=False)
+
+
+def state_checksum(est) -> str:
+    """SHA-256 of the projector's state arrays, in declaration order."""
+    return array_checksum(*est._state_arrays().values())
+
+
+def to_spec(est) -> dict:
+    """The JSON-serialisable spec of a fitted projector (see :meth:`BaseProjector.to_spec`)."""
+    params = est.get_params(deep=False)
+    params["random_state"] = int(est.seed_)
+    spec = {
+        "format": SPEC_FORMAT,
+        "format_version": SPEC_FORMAT_VERSION,
+        "class": type(est).__name__,
+        "params": params,
+        "n_features_in": int(est.n_features_in_),
+        "seed": int(est.seed_),
+        "fitted": est._fitted_extras(),
+        "arrays": None,
+        "checksum": est.spec_checksum_,
+        "versions": {"dkrp": _dkrp_version(), "numpy": np.__version__},
+    }
+    if est.data_dependent:
+        spec["arrays"] = {k: encode_array(v) for k, v in est._state_arrays().items()}
+    json.dumps(spec)  # fail here, not on a worker, if something is not JSON-able
+    return spec
+
+
+def spec_json(est) -> str:
+    """The spec as canonical JSON text (sorted keys): the dask path's task payload."""
+    return json.dumps(est.to_spec(), sort_keys=True, separators=(",", ":"))
+
+
+def _parse(spec) -> dict:
+    if isinstance(spec, (str, bytes)):
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"Not a dkrp projector spec: invalid JSON ({exc}).") from exc
+    if not isinstance(spec, dict) or spec.get("format") != SPEC_FORMAT:
+        raise SpecError(f"Not a dkrp projector spec (expected format={SPEC_FORMAT!r}).")
+    if spec.get("format_version") != SPEC_FORMAT_VERSION:
+        raise SpecError(
+            f"Unsupported spec format_version {spec.get('format_version')!r}; this dkrp "
+            f"reads version {SPEC_FORMAT_VERSION}."
+        )
+    return spec
+
+
+def rebuild(spec, *, verify=True):
+    """Rebuild the fitted projector a spec describes.
+
+    Parameters
+    ----------
+    spec : dict or str
+        A dict from :func:`to_spec`, or its JSON text.
+    verify : bool, default=True
+        Compare the rebuilt state's checksum with the recorded one and raise on a
+        mismatch. ``False`` returns the projector as this process rebuilds it, with
+        ``spec_checksum_`` set to what it computed (used to report the mismatch).
+
+    Returns
+    -------
+    projector : BaseProjector
+
+    Raises
+    ------
+    SpecError
+        Malformed spec, unknown class, or a checksum mismatch.
+    """
+    spec = _parse(spec)
+    name = spec.get("class")
+    if name not in _REGISTRY:
+        raise SpecError(f"Unknown projector class {name!r}; known: {sorted(_REGISTRY)}.")
+    cls = _REGISTRY[name]
+    est = cls(**spec["params"])
+    n_features = int(spec["n_features_in"])
+    est.n_features_in_ = n_features
+    est._resolve_params(n_features)
+    est.seed_ = int(spec["seed"])
+    est._set_fitted_extras(spec.get("fitted") or {})
+    if cls.data_dependent:
+        arrays = spec.get("arrays")
+        if not arrays:
+            raise SpecError(f"The spec of {name} carries no learnt arrays.")
+        est._set_state_arrays({k: decode_array(v) for k, v in arrays.items()})
+    else:
+        est._fit_state(None, n_features)
+    checksum = state_checksum(est)
+    est.spec_checksum_ = checksum
+    if verify and checksum != spec.get("checksum"):
+        versions = spec.get("versions", {})
+        raise SpecError(
+            f"The {name} rebuilt from this spec does not match its checksum "
+            f"(spec {str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…). The spec was "
+            f"written with numpy {versions.get('numpy')} and dkrp {versions.get('dkrp')}; this "
+            f"process has numpy {np.__version__} and dkrp {_dkrp_version()}. Pin the same "
+            "versions on every client and worker."
+        )
+    return est
+
+
+def from_spec(spec):
+    """Rebuild a fitted projector from its spec, bit for bit.
+
+    Parameters
+    ----------
+    spec : dict or str
+        A dict from :meth:`BaseProjector.to_spec`, or its JSON text.
+
+    Returns
+    -------
+    projector : BaseProjector
+
+    Raises
+    ------
+    SpecError
+        If the spec is malformed or the regenerated state does not match the
+        recorded checksum (e.g. a process with another numpy build).
+    """
+    return rebuild(spec, verify=True)
+
+
+def save(est, path) -> Path:
+    """Save ``est`` as JSON (``path``) plus ``.npz`` of learnt arrays where there are any.
+
+    Both files are written to temporary names and renamed into place. No pickle is
+    involved: :func:`load` reads JSON and ``np.load(..., allow_pickle=False)``.
+    """
+    path = Path(path)
+    spec = est.to_spec()
+    arrays = spec.pop("arrays")
+    if arrays is not None:
+        npz = path.with_suffix(".npz")
+        decoded = {k: decode_array(v) for k, v in arrays.items()}
+        tmp = npz.with_name(npz.name + ".tmp.npz")
+        np.savez(tmp, **decoded)
+        os.replace(tmp, npz)
+        spec["arrays_file"] = npz.name
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(spec, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+    return path
+
+
+def load(path):
+    """Load a projector saved with :meth:`BaseProjector.save` (JSON + optional ``.npz``)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No projector spec at {path}.")
+    try:
+        spec = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{path} is not a JSON projector spec: {exc}") from exc
+    arrays_file = spec.pop("arrays_file", None) if isinstance(spec, dict) else None
+    if arrays_file is not None:
+        npz_path = path.parent / arrays_file
+        try:
+            with np.load(npz_path, allow_pickle=False) as npz:
+                spec["arrays"] = {k: encode_array(npz[k]) for k in npz.files}
+        except ValueError as exc:  # object arrays need pickle: refuse them
+            raise SpecError(f"{npz_path} holds arrays that would need pickle: refused.") from exc
+    return from_spec(spec)
