@@ -8,7 +8,7 @@
   tokens of the spec and the input, so they are deterministic.
 * :func:`fit_dask` fits a projector from a dask array: data-independent maps only
   need ``X.shape[1]`` (plus one pass for ``gamma="scale"``); data-dependent maps
-  delegate to their own ``_fit_dask``.
+  gather what they learn from in one pass.
 
 Each block is validated on its worker: NaN and infinity are reported with
 scikit-learn's wording plus the partition (block index) and global row, e.g.
@@ -251,46 +251,30 @@ def featurize(X, projector, *, dtype=None):
 
 
 def fit_dask(est, X):
-    """Fit ``est`` from a dask array.
+    """Fit ``est`` from a dask array, as ``est.fit`` does for in-memory input.
 
-    Data-independent maps use ``X.shape[1]`` only; ``gamma="scale"`` is computed in
-    one pass over ``X`` (mean and mean of squares). Data-dependent maps call
-    ``est._fit_dask(X)``.
+    The dask array goes to the projector's ``_fit_state`` like any training input:
+    data-independent maps read nothing but ``X.shape[1]`` (and, for
+    ``gamma="scale"``, one pass of moments, :func:`dkrp.kernels.scale_gamma`);
+    data-dependent maps gather what they learn from in one pass (landmark rows,
+    ``X^T X``). Nothing else of ``X`` is computed.
+
+    Returns
+    -------
+    est : BaseProjector
+        Fitted.
     """
     if X.ndim != 2:
         raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
-    if np.isnan(X.shape[1]):
-        raise ValueError("X has an unknown number of columns; call X.compute_chunk_sizes().")
-    if getattr(est, "data_dependent", False):
-        fit = getattr(est, "_fit_dask", None)
-        if fit is None:
-            raise ValueError(
-                f"{type(est).__name__} learns from training rows and has no distributed fit; "
-                "fit it on a numpy sample (e.g. X[:n].compute()) instead."
-            )
-        return fit(X)
-    gamma = getattr(est, "gamma", None)
-    if isinstance(gamma, str) and gamma == "scale" and hasattr(est, "_resolve_gamma"):
-        est.gamma_ = _scale_gamma(est, X)
-    elif hasattr(est, "gamma_") and not isinstance(gamma, str):
-        del est.gamma_  # a stale value from an earlier fit must not win over gamma
-    return est.fit_n_features(int(X.shape[1]))
-
-
-def _scale_gamma(est, X):
-    """``gamma='scale'`` as scikit-learn defines it, from one pass over a dask array."""
-    import dask
-    import math
-
-    Xf = X.astype(np.float64)
-    if isinstance(X._meta, sp.spmatrix) or sp.issparse(X._meta):
-        sq = Xf.map_blocks(lambda b: b.multiply(b), dtype=np.float64)
-    else:
-        sq = Xf * Xf
-    mean, mean_sq = dask.compute(Xf.mean(), sq.mean())
-    mean, mean_sq = float(np.asarray(mean)), float(np.asarray(mean_sq))
-    if not (np.isfinite(mean) and np.isfinite(mean_sq)):
-        raise ValueError("Input X contains NaN or infinity: cannot compute gamma='scale'.")
-    var = mean_sq - mean**2
-    spread = var if getattr(est, "kernel", "gaussian") == "gaussian" else math.sqrt(max(var, 0))
-    return 1.0 / (X.shape[1] * spread) if spread > 0 else 1.0
+    if np.isnan(X.shape[1]) or (est.data_dependent and np.isnan(X.shape[0])):
+        raise ValueError(
+            "X has unknown chunk sizes; call X.compute_chunk_sizes() before fitting "
+            "(landmark sampling needs n_samples)."
+        )
+    if X.shape[1] < 1:
+        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"dask array X must be numeric, got dtype {X.dtype}.")
+    est.__dict__.pop("feature_names_in_", None)
+    est.n_features_in_ = int(X.shape[1])
+    return est._fit_validated(X, int(X.shape[1]))

@@ -11,8 +11,23 @@ Either way ``to_spec()`` describes the fitted projector completely, ``from_spec`
 rebuilds it bit for bit in any process, and a checksum of the state arrays guards
 against a worker that would regenerate other hyperplanes (another numpy, say).
 
-Subclasses implement ``_resolve_params``, ``_fit_state(X, n_features)``,
-``_state_arrays``, ``_transform_array(X)`` and ``_n_features_out``.
+A new map implements only its mathematics:
+
+* ``__init__`` with keyword-only parameters, stored unchanged (scikit-learn's rule);
+* ``_resolve_params(n_features)``: check the parameters and set what follows from
+  them and the input width (e.g. a resolved density);
+* ``_fit_state(X, n_features)``: draw the state from ``self.seed_`` (``X`` is the
+  training input — ndarray, CSR or dask array — on ``fit``, and None on
+  ``fit_n_features`` and on rebuild from a spec) and set ``n_components_``;
+* ``_state_arrays()``: the arrays whose checksum identifies the map (declared once
+  as :attr:`~BaseProjector.learnt_arrays` for data-dependent maps);
+* ``_transform_array(X)``: map a validated float32/float64 block (ndarray or CSR).
+
+Everything else — validation, seeds, dtype rules, the dask path (fit and
+transform), specs, save/load, checksums and cached casts of the state — lives
+here, in :mod:`dkrp._spec` and in :mod:`dkrp._blockwise`. Fitted scalars a spec
+must carry (``gamma_`` when it was computed from data) are declared in
+:attr:`~BaseProjector.fitted_values`.
 """
 
 from __future__ import annotations
@@ -55,6 +70,11 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     #: ``name + "_"``, carried by the spec and checksummed (in this order).
     learnt_arrays: dict = {}
 
+    #: Names of JSON-able fitted attributes the spec carries besides the seed
+    #: (e.g. ``"gamma_"`` when ``gamma="scale"`` was computed from data). A fit
+    #: clears them first; a rebuild sets them before ``_fit_state``.
+    fitted_values: tuple = ()
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
@@ -91,9 +111,14 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         """Map a validated, finite block (ndarray or CSR) of dtype float32/float64."""
         raise NotImplementedError
 
+    @property
+    def _n_features_out(self):
+        """Output width (scikit-learn's ``get_feature_names_out`` reads it)."""
+        return self.n_components_
+
     def _fitted_extras(self) -> dict:
-        """JSON-able fitted values the spec must carry besides the seed (e.g. ``gamma_``)."""
-        return {}
+        """The :attr:`fitted_values` as a JSON-able dict, for the spec."""
+        return {name: getattr(self, name) for name in self.fitted_values}
 
     def _set_fitted_extras(self, extras: dict):
         for key, value in extras.items():
@@ -150,9 +175,11 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         return self._fit_validated(None, n_features)
 
     def _fit_validated(self, X, n_features):
+        for name in self.fitted_values:  # a value from an earlier fit must not win
+            self.__dict__.pop(name, None)
+        self._cache = {}
         self._resolve_params(n_features)
         self.seed_ = resolve_seed(self.random_state)
-        self._cache = {}
         self._fit_state(X, n_features)
         self.spec_checksum_ = _spec.state_checksum(self)
         return self
@@ -187,13 +214,22 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             X = X.tocsr()
         return self._transform_array(X)
 
-    def _cast(self, name, array, dtype):
-        """Cached copy of a state array in ``dtype`` (float32 input stays float32)."""
+    def _cached(self, name, dtype, build):
+        """``build(dtype)``, computed once per fitted state and dtype.
+
+        Transforms derive matrices from the state (a cast, a scaled transpose, ...)
+        on every block; this keeps one copy per dtype. The cache is cleared by every
+        fit and never pickled.
+        """
         key = (name, np.dtype(dtype).str)
         cache = self.__dict__.setdefault("_cache", {})
         if key not in cache:
-            cache[key] = np.ascontiguousarray(array, dtype=dtype)
+            cache[key] = build(np.dtype(dtype))
         return cache[key]
+
+    def _cast(self, name, array, dtype):
+        """Cached contiguous copy of a state array in ``dtype`` (float32 input stays float32)."""
+        return self._cached(name, dtype, lambda dt: np.ascontiguousarray(array, dtype=dt))
 
     def __getstate__(self):
         # Dask's task transport may pickle a projector; drop derived caches.

@@ -167,10 +167,9 @@ def _subsample(X, y, n, seed):
 def _demo_projectors(name, n_features, X_train, seed):
     """KRP and RFF settings for the demo (chosen on digits: see the docstring of run_demo)."""
     from .features import PolynomialRandomProjection, RandomFourierFeatures
+    from .kernels import scale_gamma
 
-    X_dense = X_train.toarray() if hasattr(X_train, "toarray") else X_train
-    var = float(np.var(X_dense))
-    gamma = 1.0 / (n_features * var) if var > 0 else 1.0  # scikit-learn's gamma="scale"
+    gamma = scale_gamma(X_train)  # scikit-learn's gamma="scale"
     krp = PolynomialRandomProjection(
         degree=2, n_components=1000, n_hyperplanes=500, n_terms=5, random_state=seed
     ).fit_n_features(n_features)

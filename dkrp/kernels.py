@@ -20,9 +20,18 @@ from sklearn.metrics import pairwise
 
 from ._validation import check_choice, check_integer, check_real
 
-__all__ = ["KERNELS", "kernel_matrix", "kernel_diagonal", "check_kernel_params"]
+__all__ = [
+    "KERNELS",
+    "SHIFT_INVARIANT_KERNELS",
+    "kernel_matrix",
+    "kernel_diagonal",
+    "check_kernel_params",
+    "scale_gamma",
+]
 
 KERNELS = ("homogeneous_polynomial", "polynomial", "gaussian", "laplacian")
+#: Kernels of x - y alone, the ones random Fourier features approximate.
+SHIFT_INVARIANT_KERNELS = ("gaussian", "laplacian")
 
 _DEFAULTS = {
     "homogeneous_polynomial": {"degree": 2},
@@ -30,6 +39,52 @@ _DEFAULTS = {
     "gaussian": {"gamma": None},
     "laplacian": {"gamma": None},
 }
+
+
+def scale_gamma(X, kernel="gaussian") -> float:
+    r"""``gamma="scale"``: scikit-learn's SVC width, from the data.
+
+    :math:`1 / (d \cdot \mathrm{Var}(X))` for the Gaussian kernel and
+    :math:`1 / (d \cdot \mathrm{Std}(X))` for the Laplacian (its distances scale
+    linearly), the variance taken over all entries of ``X``; 1.0 for constant ``X``.
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix or dask array of shape (n_samples, n_features)
+        A dask array is read in one pass (mean and mean of squares).
+    kernel : {"gaussian", "laplacian"}, default="gaussian"
+
+    Returns
+    -------
+    gamma : float
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 2.0], [2.0, 0.0]])
+    >>> scale_gamma(X), scale_gamma(X, "laplacian")
+    (0.5, 0.5)
+    """
+    check_choice("kernel", kernel, SHIFT_INVARIANT_KERNELS)
+    n_features = int(X.shape[1])
+    if hasattr(X, "__dask_graph__"):
+        import dask
+
+        Xf = X.astype(np.float64)
+        if sp.issparse(getattr(X, "_meta", None)):
+            sq = Xf.map_blocks(lambda b: b.multiply(b), dtype=np.float64)
+        else:
+            sq = Xf * Xf
+        mean, mean_sq = (float(np.asarray(v)) for v in dask.compute(Xf.mean(), sq.mean()))
+        if not (np.isfinite(mean) and np.isfinite(mean_sq)):
+            raise ValueError("Input X contains NaN or infinity: cannot compute gamma='scale'.")
+        var = mean_sq - mean**2
+    elif sp.issparse(X):
+        mean = float(np.asarray(X.mean()))
+        var = float(np.asarray(X.multiply(X).mean())) - mean**2
+    else:
+        var = float(np.var(X))
+    spread = var if kernel == "gaussian" else float(np.sqrt(max(var, 0.0)))
+    return 1.0 / (n_features * spread) if spread > 0 else 1.0
 
 
 def check_kernel_params(kernel, n_features=None, **params):

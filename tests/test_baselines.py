@@ -116,7 +116,7 @@ def test_dask_fit_equals_numpy_fit(name, chunks):
     rng = np.random.default_rng(6)
     X = rng.standard_normal((200, 12))
     ref = DATA_DEPENDENT[name]().fit(X)
-    est = DATA_DEPENDENT[name]()._fit_dask(da.from_array(X, chunks=chunks))
+    est = DATA_DEPENDENT[name]().fit(da.from_array(X, chunks=chunks))
     assert est.n_features_in_ == 12 and est.seed_ == ref.seed_
     for key, value in ref._state_arrays().items():
         got = est._state_arrays()[key]
@@ -144,7 +144,7 @@ def test_dask_fit_reads_each_block_at_most_once(name):
 
     Xd = da.from_array(X, chunks=(25, 12)).map_blocks(produce, dtype=X.dtype)
     with dask.config.set(scheduler="synchronous"):
-        est = DATA_DEPENDENT[name]()._fit_dask(Xd)
+        est = DATA_DEPENDENT[name]().fit(Xd)
     assert len(calls) == len(set(calls)), sorted(calls)
     if name == "pca":
         assert sorted(calls) == list(range(16))
@@ -154,7 +154,7 @@ def test_dask_fit_reads_each_block_at_most_once(name):
 
 
 def test_fit_dispatches_dask_input_to_the_one_pass_fit():
-    """est.fit(dask array) goes through dkrp.parallel to _fit_dask (same landmarks)."""
+    """est.fit(dask array) goes through dkrp._blockwise.fit_dask (same landmarks)."""
     pytest.importorskip("dkrp.parallel")
     rng = np.random.default_rng(10)
     X = rng.standard_normal((150, 5))
@@ -169,11 +169,11 @@ def test_dask_fit_reports_bad_landmark_row_and_unknown_sizes():
     idx = sample_landmark_indices(3, 60, 10)
     X[idx[4], 1] = np.inf
     with pytest.raises(ValueError, match=f"training row {idx[4]}"):
-        Nystroem(n_components=10, random_state=3)._fit_dask(da.from_array(X, chunks=7))
+        Nystroem(n_components=10, random_state=3).fit(da.from_array(X, chunks=7))
     Xd = da.from_array(np.ones((10, 3)), chunks=5)
     Xd = Xd[Xd[:, 0] > 0]  # unknown row count
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
-        Nystroem(n_components=3, random_state=0)._fit_dask(Xd)
+        Nystroem(n_components=3, random_state=0).fit(Xd)
 
 
 def test_kgrp_expectation_matches_theory():

@@ -55,26 +55,26 @@ UNBIASED_CASES = {
         "homogeneous_polynomial", {"degree": 3},
     ),
     "maclaurin-poly": (
-        lambda s: RandomMaclaurin("polynomial", degree=3, gamma=0.8, coef0=0.5,
+        lambda s: RandomMaclaurin(kernel="polynomial", degree=3, gamma=0.8, coef0=0.5,
                                   n_components=16, random_state=s),
         "polynomial", {"degree": 3, "gamma": 0.8, "coef0": 0.5},
     ),
     "maclaurin-homogeneous": (
-        lambda s: RandomMaclaurin("homogeneous_polynomial", degree=2, n_components=16,
+        lambda s: RandomMaclaurin(kernel="homogeneous_polynomial", degree=2, n_components=16,
                                   random_state=s),
         "homogeneous_polynomial", {"degree": 2},
     ),
     "maclaurin-exponential": (
-        lambda s: RandomMaclaurin("exponential", gamma=0.5, n_components=16, random_state=s),
+        lambda s: RandomMaclaurin(kernel="exponential", gamma=0.5, n_components=16, random_state=s),
         "exponential", {"gamma": 0.5},
     ),
     "tensorsketch-homogeneous": (
-        lambda s: TensorSketch("homogeneous_polynomial", degree=3, n_components=16,
+        lambda s: TensorSketch(kernel="homogeneous_polynomial", degree=3, n_components=16,
                                random_state=s),
         "homogeneous_polynomial", {"degree": 3},
     ),
     "tensorsketch-poly": (
-        lambda s: TensorSketch("polynomial", degree=2, gamma=0.5, coef0=2.0, n_components=16,
+        lambda s: TensorSketch(kernel="polynomial", degree=2, gamma=0.5, coef0=2.0, n_components=16,
                                random_state=s),
         "polynomial", {"degree": 2, "gamma": 0.5, "coef0": 2.0},
     ),
@@ -130,7 +130,7 @@ def test_prp_transform_blocks_do_not_change_result(monkeypatch):
 def test_tensorsketch_equals_sklearn_with_same_hashes(kernel, coef0, degree):
     rng = np.random.default_rng(degree)
     X = rng.standard_normal((30, 9))
-    ts = TensorSketch(kernel, degree=degree, gamma=0.3, coef0=coef0, n_components=32,
+    ts = TensorSketch(kernel=kernel, degree=degree, gamma=0.3, coef0=coef0, n_components=32,
                       random_state=2).fit(X)
     gamma = 0.3 if kernel == "polynomial" else 1.0
     sk = PolynomialCountSketch(degree=degree, gamma=gamma, coef0=coef0 if kernel ==
@@ -144,18 +144,18 @@ def test_tensorsketch_equals_sklearn_with_same_hashes(kernel, coef0, degree):
 def test_maclaurin_orders_follow_the_support():
     """Polynomial kernels never waste features on orders with a_n = 0."""
     X = np.zeros((1, 5))
-    hom = RandomMaclaurin("homogeneous_polynomial", degree=3, n_components=500,
+    hom = RandomMaclaurin(kernel="homogeneous_polynomial", degree=3, n_components=500,
                           random_state=0).fit(X)
     assert set(hom.orders_) == {3}
-    poly = RandomMaclaurin("polynomial", degree=2, coef0=0.0, gamma=1.0, n_components=500,
+    poly = RandomMaclaurin(kernel="polynomial", degree=2, coef0=0.0, gamma=1.0, n_components=500,
                            random_state=0).fit(X)
     assert set(poly.orders_) == {2}
-    poly = RandomMaclaurin("polynomial", degree=2, n_components=2000, random_state=0).fit(X)
+    poly = RandomMaclaurin(kernel="polynomial", degree=2, n_components=2000, random_state=0).fit(X)
     assert set(poly.orders_) == {0, 1, 2}
     # q_n ∝ 2^-(n+1) on {0, 1, 2}: 4/7, 2/7, 1/7.
     freq = np.bincount(poly.orders_, minlength=3) / 2000
     np.testing.assert_allclose(freq, [4 / 7, 2 / 7, 1 / 7], atol=0.04)
-    expo = RandomMaclaurin("exponential", n_components=4000, random_state=0).fit(X)
+    expo = RandomMaclaurin(kernel="exponential", n_components=4000, random_state=0).fit(X)
     assert expo.orders_.min() == 0 and 0.45 < np.mean(expo.orders_ == 0) < 0.55
 
 
@@ -165,10 +165,10 @@ ALL = {
     "prp-achlioptas": lambda: IndependentPolynomialProjection(
         degree=3, n_components=12, distribution="achlioptas", density="auto", random_state=11),
     "maclaurin-poly": lambda: RandomMaclaurin(degree=3, n_components=40, random_state=11),
-    "maclaurin-exp": lambda: RandomMaclaurin("exponential", gamma=0.3, n_components=40,
+    "maclaurin-exp": lambda: RandomMaclaurin(kernel="exponential", gamma=0.3, n_components=40,
                                              random_state=11),
     "tensorsketch": lambda: TensorSketch(degree=3, n_components=40, random_state=11),
-    "tensorsketch-poly": lambda: TensorSketch("polynomial", degree=2, n_components=40,
+    "tensorsketch-poly": lambda: TensorSketch(kernel="polynomial", degree=2, n_components=40,
                                               random_state=11),
 }
 

@@ -34,7 +34,6 @@ __all__ = [
     "take_landmarks",
     "resolve_kernel_params",
     "inverse_sqrt_psd",
-    "fit_data_dependent_dask",
 ]
 
 FLOAT_DTYPES = (np.float64, np.float32)
@@ -162,28 +161,3 @@ def inverse_sqrt_psd(A, *, mode="pinv", rtol=None):
         inv[keep] = 1.0 / np.sqrt(lam[keep])
     out = (V * inv) @ V.T
     return (out + out.T) / 2.0  # exact symmetry, independent of rounding in the product
-
-
-def fit_data_dependent_dask(est, X):
-    """``est.fit`` for a dask array ``X`` (the body of ``_fit_dask``).
-
-    Follows :meth:`dkrp.base.BaseProjector._fit_validated`: validates parameters,
-    resolves the seed, then ``est._fit_state(X, n_features)`` gathers what it needs
-    from ``X`` in one pass.
-    """
-    if X.ndim != 2:
-        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
-    if np.isnan(X.shape[0]) or np.isnan(X.shape[1]):
-        raise ValueError(
-            "X has unknown chunk sizes; call X.compute_chunk_sizes() before fitting a "
-            "data-dependent projector (landmark sampling needs n_samples)."
-        )
-    if X.shape[1] < 1:
-        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
-    if X.dtype.kind not in "fiub":
-        raise ValueError(f"dask array X must be numeric, got dtype {X.dtype}.")
-    for attr in ("feature_names_in_",):
-        if hasattr(est, attr):
-            delattr(est, attr)
-    est.n_features_in_ = int(X.shape[1])
-    return est._fit_validated(X, int(X.shape[1]))

@@ -21,7 +21,6 @@ from ..base import BaseProjector
 from ..features._samplers import index_sampler
 from ..kernels import KERNELS, kernel_matrix
 from ._landmarks import (
-    fit_data_dependent_dask,
     inverse_sqrt_psd,
     resolve_kernel_params,
     sample_landmark_indices,
@@ -153,6 +152,7 @@ class KulisGraumanRP(BaseProjector):
 
     def __init__(
         self,
+        *,
         kernel="homogeneous_polynomial",
         degree=2,
         gamma=None,
@@ -211,16 +211,8 @@ class KulisGraumanRP(BaseProjector):
             "kernel_mean": np.asarray(total_mean, dtype=np.float64),
         })
 
-    def _fit_dask(self, X):
-        """Fit from a dask array: one pass that gathers the sampled landmark rows."""
-        return fit_data_dependent_dask(self, X)
-
     def _after_state_arrays(self):
         self.n_components_ = int(self.weights_.shape[1])
-
-    @property
-    def _n_features_out(self):
-        return self.n_components_
 
     def _transform_array(self, X):
         K = kernel_matrix(X, self.landmarks_, kernel=self.kernel, **self.kernel_params_)

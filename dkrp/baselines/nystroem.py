@@ -19,7 +19,6 @@ from .._validation import check_integer
 from ..base import BaseProjector
 from ..kernels import KERNELS, kernel_matrix
 from ._landmarks import (
-    fit_data_dependent_dask,
     inverse_sqrt_psd,
     resolve_kernel_params,
     sample_landmark_indices,
@@ -117,6 +116,7 @@ class Nystroem(BaseProjector):
 
     def __init__(
         self,
+        *,
         kernel="homogeneous_polynomial",
         degree=2,
         gamma=None,
@@ -148,16 +148,8 @@ class Nystroem(BaseProjector):
             "normalization": inverse_sqrt_psd(W, mode="sklearn"),
         })
 
-    def _fit_dask(self, X):
-        """Fit from a dask array: one pass that gathers the sampled landmark rows."""
-        return fit_data_dependent_dask(self, X)
-
     def _after_state_arrays(self):
         self.n_components_ = int(self.landmarks_.shape[0])
-
-    @property
-    def _n_features_out(self):
-        return self.n_components_
 
     def _transform_array(self, X):
         # kernel_matrix works in float64 row blocks (sparse-aware); cast at the end.

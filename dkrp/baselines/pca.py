@@ -87,13 +87,14 @@ class PCAProjector(BaseProjector):
     """
 
     data_dependent = True
+    fitted_values = ("n_samples_seen_",)
     learnt_arrays = {
         "mean": np.float64,
         "components": np.float64,
         "explained_variance": np.float64,
     }
 
-    def __init__(self, n_components=50, whiten=False, random_state=None):
+    def __init__(self, *, n_components=50, whiten=False, random_state=None):
         self.n_components = n_components
         self.whiten = whiten
         self.random_state = random_state
@@ -140,34 +141,22 @@ class PCAProjector(BaseProjector):
             "explained_variance": np.maximum(lam[order], 0.0),
         })
 
-    def _fit_dask(self, X):
-        """Fit from a dask array in one pass (column sums and ``X^T X``)."""
-        from ._landmarks import fit_data_dependent_dask
-
-        return fit_data_dependent_dask(self, X)
-
-    def _fitted_extras(self):
-        return {"n_samples_seen_": int(self.n_samples_seen_)}
 
     def _after_state_arrays(self):
         self.n_components_ = int(self.components_.shape[0])
 
-    @property
-    def _n_features_out(self):
-        return self.n_components_
-
     def _projection(self, dtype):
         """Cached ``V^T`` (whitened if asked) and ``mu V^T`` in ``dtype``."""
-        key = ("pca_projection", np.dtype(dtype).str)
-        cache = self.__dict__.setdefault("_cache", {})
-        if key not in cache:
+
+        def build(dtype):
             V = self.components_.T
             if self.whiten:
                 scale = np.sqrt(self.explained_variance_)
                 V = V / np.where(scale > 0, scale, 1.0)
-            cache[key] = (np.ascontiguousarray(V, dtype=dtype),
-                          np.ascontiguousarray(self.mean_ @ V, dtype=dtype))
-        return cache[key]
+            return (np.ascontiguousarray(V, dtype=dtype),
+                    np.ascontiguousarray(self.mean_ @ V, dtype=dtype))
+
+        return self._cached("pca_projection", dtype, build)
 
     def _transform_array(self, X):
         V, shift = self._projection(X.dtype)

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from .._random import draw_rows
 from .._threading import run_row_blocks
 from .._validation import check_choice, check_integer, check_real
+from ..kernels import SHIFT_INVARIANT_KERNELS, scale_gamma
 from ..base import BaseProjector
 from ._pools import (
     FOURIER_POOLS,
@@ -32,7 +33,6 @@ from ._pools import (
 
 __all__ = ["RandomFourierFeatures"]
 
-KERNELS = ("gaussian", "laplacian")
 FEATURE_MAPS = ("cos", "cos_sin")
 ROW_BLOCK = 1024
 
@@ -122,8 +122,11 @@ class RandomFourierFeatures(BaseProjector):
     True
     """
 
+    fitted_values = ("gamma_",)
+
     def __init__(
         self,
+        *,
         kernel="gaussian",
         gamma=1.0,
         n_components=100,
@@ -139,7 +142,7 @@ class RandomFourierFeatures(BaseProjector):
         self.random_state = random_state
 
     def _resolve_params(self, n_features):
-        check_choice("kernel", self.kernel, KERNELS)
+        check_choice("kernel", self.kernel, SHIFT_INVARIANT_KERNELS)
         check_choice("feature_map", self.feature_map, FEATURE_MAPS)
         check_integer("n_components", self.n_components, minimum=1)
         check_choice("pool", self.pool, FOURIER_POOLS)
@@ -163,7 +166,7 @@ class RandomFourierFeatures(BaseProjector):
         else:
             check_real("gamma", self.gamma, minimum=0.0, include_min=False)
 
-    def _resolve_gamma(self, X, n_features):
+    def _resolve_gamma(self, X):
         if not isinstance(self.gamma, str):
             return float(self.gamma)
         if X is None:
@@ -171,21 +174,15 @@ class RandomFourierFeatures(BaseProjector):
                 "gamma='scale' is computed from training data: call fit(X), or give a "
                 "number for gamma."
             )
-        if sp.issparse(X):
-            mean = np.asarray(X.mean())
-            var = float(np.asarray(X.multiply(X).mean()) - mean**2)
-        else:
-            var = float(np.var(X))
-        spread = var if self.kernel == "gaussian" else math.sqrt(max(var, 0.0))
-        return 1.0 / (n_features * spread) if spread > 0 else 1.0
+        return scale_gamma(X, self.kernel)
 
     @property
     def _n_frequencies(self):
         return self.n_components // 2 if self.feature_map == "cos_sin" else self.n_components
 
     def _fit_state(self, X, n_features):
-        if X is not None or not hasattr(self, "gamma_"):
-            self.gamma_ = self._resolve_gamma(X, n_features)
+        if not hasattr(self, "gamma_"):  # set by a spec's fitted values on rebuild
+            self.gamma_ = self._resolve_gamma(X)
         gamma = self.gamma_
         if self.kernel == "gaussian":
             scale = math.sqrt(2.0 * gamma)
@@ -220,9 +217,6 @@ class RandomFourierFeatures(BaseProjector):
             self.random_offset_ = np.zeros(m)
         self.n_components_ = self.n_components
 
-    def _fitted_extras(self):
-        return {"gamma_": self.gamma_}
-
     def _state_arrays(self):
         if self.pool != "structured":
             return {"weights": self.random_weights_, "offset": self.random_offset_}
@@ -238,10 +232,6 @@ class RandomFourierFeatures(BaseProjector):
             scale = math.sqrt(2.0 * self.gamma_)
             return structured_project(X, signs, self._n_frequencies, scale=scale)
         return np.asarray(X @ self._cast("weights", self.random_weights_, dtype).T)
-
-    @property
-    def _n_features_out(self):
-        return self.n_components
 
     def _transform_array(self, X):
         dtype = X.dtype

@@ -107,6 +107,7 @@ class IndependentPolynomialProjection(BaseProjector):
 
     def __init__(
         self,
+        *,
         degree=2,
         n_components=100,
         n_terms=1,
@@ -136,10 +137,6 @@ class IndependentPolynomialProjection(BaseProjector):
 
     def _state_arrays(self):
         return {"hyperplanes": self.hyperplanes_}
-
-    @property
-    def _n_features_out(self):
-        return self.n_components
 
     def _transform_array(self, X):
         dtype = X.dtype

@@ -127,6 +127,7 @@ class RandomMaclaurin(BaseProjector):
 
     def __init__(
         self,
+        *,
         kernel="polynomial",
         degree=2,
         gamma=None,
@@ -222,21 +223,18 @@ class RandomMaclaurin(BaseProjector):
     def _state_arrays(self):
         return {"orders": self.orders_, "hyperplanes": self.hyperplanes_}
 
-    @property
-    def _n_features_out(self):
-        return self.n_components
-
     def _groups(self):
         """Per order n: (feature indices, their (count × n) hyperplane rows)."""
-        cache = self.__dict__.setdefault("_cache", {})
-        if "groups" not in cache:
+
+        def build(_):
             groups = []
             for n in np.unique(self.orders_):
                 features = np.flatnonzero(self.orders_ == n)
                 rows = self.offsets_[features][:, None] + np.arange(int(n))[None, :]
                 groups.append((int(n), features, rows))
-            cache["groups"] = groups
-        return cache["groups"]
+            return groups
+
+        return self._cached("groups", np.float64, build)
 
     def _transform_array(self, X):
         dtype = X.dtype

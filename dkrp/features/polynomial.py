@@ -21,7 +21,7 @@ from .._random import BLOCK_SIZE, draw_block, draw_rows
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
 from .._threading import run_row_blocks
-from ._kernels import gather_products
+from ._gather import gather_products
 from ._pools import (
     INDEX_DESIGNS,
     POOLS,
@@ -193,6 +193,7 @@ class PolynomialRandomProjection(BaseProjector):
 
     def __init__(
         self,
+        *,
         degree=2,
         n_components=100,
         n_hyperplanes=1000,
@@ -279,10 +280,6 @@ class PolynomialRandomProjection(BaseProjector):
             return structured_project(X, signs, self.n_hyperplanes)
         return _matmul_transposed(X, self._cast("hyperplanes", self.hyperplanes_, dtype))
 
-    @property
-    def _n_features_out(self):
-        return self.n_components
-
     def _transform_array(self, X):
         dtype = X.dtype
         scale = 1.0 / math.sqrt(self.n_terms * self.n_components)
@@ -346,6 +343,7 @@ class ExplicitPolynomialProjection(BaseProjector):
 
     def __init__(
         self,
+        *,
         degree=2,
         n_components=100,
         distribution="gaussian",
@@ -375,10 +373,6 @@ class ExplicitPolynomialProjection(BaseProjector):
     def _state_arrays(self):
         first = draw_block(self.seed_, "explicit", 0, self.n_explicit_features_, self._sampler())
         return {"first_block": first}
-
-    @property
-    def _n_features_out(self):
-        return self.n_components
 
     def _transform_array(self, X):
         dtype = X.dtype

@@ -94,6 +94,7 @@ class TensorSketch(BaseProjector):
 
     def __init__(
         self,
+        *,
         kernel="homogeneous_polynomial",
         degree=2,
         gamma=None,
@@ -140,16 +141,11 @@ class TensorSketch(BaseProjector):
     def _state_arrays(self):
         return {"index_hash": self.index_hash_, "sign_hash": self.sign_hash_}
 
-    @property
-    def _n_features_out(self):
-        return self.n_components
-
     def _sketch_matrices(self, dtype):
         """Per degree: the (d × D) CSR CountSketch matrix (√γ folded in) and its
         constant-feature row (√c0 · s_j(d) at h_j(d))."""
-        key = ("sketch", np.dtype(dtype).str)
-        cache = self.__dict__.setdefault("_cache", {})
-        if key not in cache:
+
+        def build(dtype):
             d, D = self.n_features_in_, self.n_components
             root_gamma, root_c0 = math.sqrt(self.gamma_), math.sqrt(self.coef0_)
             mats = []
@@ -163,8 +159,9 @@ class TensorSketch(BaseProjector):
                 const = np.zeros(D, dtype=dtype)
                 const[self.index_hash_[j, d]] = self.sign_hash_[j, d] * root_c0
                 mats.append((M, const))
-            cache[key] = mats
-        return cache[key]
+            return mats
+
+        return self._cached("sketch", dtype, build)
 
     def _transform_array(self, X):
         dtype = X.dtype

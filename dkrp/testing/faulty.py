@@ -65,6 +65,7 @@ class FaultyProjection(PolynomialRandomProjection):
 
     def __init__(
         self,
+        *,
         degree=2,
         n_components=100,
         n_hyperplanes=1000,
