@@ -14,7 +14,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem as SklearnNystroem
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dkrp.base import from_spec, load
 from dkrp.baselines import KulisGraumanRP, Nystroem, PCAProjector
@@ -22,19 +21,7 @@ from dkrp.baselines._landmarks import sample_landmark_indices
 from dkrp.kernels import kernel_matrix
 from dkrp.metrics import distance_distortion
 
-# Sizes fit scikit-learn's check data (≥ 20 rows in the checks that fit).
-CHECK_INSTANCES = [
-    Nystroem(kernel="gaussian", gamma=0.5, n_components=5, random_state=0),
-    Nystroem(kernel="homogeneous_polynomial", degree=2, n_components=5, random_state=0),
-    KulisGraumanRP(kernel="polynomial", degree=2, n_components=6, n_landmarks=8, n_terms=3,
-                   random_state=0),
-    PCAProjector(n_components=2, random_state=0),
-]
 
-
-@parametrize_with_checks(CHECK_INSTANCES)
-def test_sklearn_api(estimator, check):
-    check(estimator)
 
 
 SKLEARN_KERNELS = {

