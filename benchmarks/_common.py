@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import platform
 import time
@@ -10,20 +9,17 @@ from pathlib import Path
 
 import numpy as np
 
+from dkrp.datasets import data_dir  # the one data-folder lookup (DKRP_DATA_DIR, ../shared/data)
+from dkrp.io import read_idx  # the one IDX parser
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def data_dir() -> Path:
-    env = os.environ.get("DKRP_DATA_DIR")
-    return Path(env) if env else (REPO_ROOT / ".." / "shared" / "data").resolve()
 
 
 def mnist_train(n_rows=60000):
     """The real MNIST training images scaled to [-1, 1], or a random stand-in (said so)."""
     path = data_dir() / "mnist" / "train-images-idx3-ubyte.gz"
     if path.exists():
-        with gzip.open(path) as f:
-            X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:n_rows]
+        X = read_idx(path, expected_magic=2051).reshape(-1, 784)[:n_rows]
         return X / 127.5 - 1.0, "MNIST train images (x/127.5 - 1)"
     rng = np.random.default_rng(0)
     return rng.uniform(-1, 1, (n_rows, 784)), "uniform random stand-in (MNIST not found)"

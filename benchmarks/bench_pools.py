@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from _common import best_of, data_dir, machine_description, mnist_train  # noqa:
 
 import dkrp  # noqa: E402
 from dkrp.features._pools import FWHT_COST_RATIO, padded_size, structured_project, use_fwht  # noqa: E402
+from dkrp.io import read_idx  # noqa: E402
 from dkrp.metrics import distance_distortion, kernel_approximation_error  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -80,8 +80,7 @@ QUICK = {0, 2, 6, 10, 14, 18}
 
 def mnist_test_500():
     path = data_dir() / "mnist" / "t10k-images-idx3-ubyte.gz"
-    with gzip.open(path) as f:
-        X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
+    X = read_idx(path, expected_magic=2051).reshape(-1, 784)
     rows = np.random.default_rng(2018).choice(X.shape[0], 500, replace=False)
     return X[rows] / 127.5 - 1.0
 

@@ -17,7 +17,6 @@ Expected layout of the data folder (as in ``shared/data/README.md``)::
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 from pathlib import Path
@@ -129,31 +128,16 @@ def _require(name: str, kind: str) -> tuple[Path, ...]:
     return paths
 
 
-def _read_idx(path: Path, expected_magic: int) -> np.ndarray:
-    """Read an IDX file (gzip-compressed): big-endian header, then unsigned bytes."""
-    with gzip.open(path, "rb") as handle:
-        raw = handle.read()
-    magic = int.from_bytes(raw[:4], "big")
-    if magic != expected_magic:
-        raise ValueError(f"{path}: IDX magic number {magic}, expected {expected_magic}")
-    ndim = magic & 0xFF
-    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    offset = 4 + 4 * ndim
-    data = np.frombuffer(raw, dtype=np.uint8, offset=offset)
-    if data.size != int(np.prod(dims)):
-        raise ValueError(f"{path}: expected {int(np.prod(dims))} values for shape {dims}, "
-                         f"found {data.size}")
-    return data.reshape(dims)
-
-
 def _load_idx_pair(name: str, kind: str, scale):
     if kind not in ("train", "test"):
         raise ValueError(f"kind must be 'train' or 'test', got {kind!r}")
     if scale not in _SCALES:
         raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+    from .io import read_idx  # the one IDX parser; imported here to keep this module light
+
     images_path, labels_path = _require(name, kind)
-    images = _read_idx(images_path, 2051)
-    labels = _read_idx(labels_path, 2049)
+    images = read_idx(images_path, expected_magic=2051)  # unsigned bytes, 3-D
+    labels = read_idx(labels_path, expected_magic=2049)  # unsigned bytes, 1-D
     if images.shape[0] != labels.shape[0]:
         raise ValueError(
             f"{images_path} has {images.shape[0]} images but {labels_path} has "

@@ -1,21 +1,29 @@
-"""Shared fixtures: the real-data directory and the paper's MNIST test sample."""
+"""Shared fixtures: the real-data directory, the paper's MNIST test sample, small inputs for io."""
 
 from __future__ import annotations
 
-import gzip
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file
+
+from dkrp.datasets import data_dir
+from dkrp.io import ingest, read_idx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def data_dir() -> Path:
-    """``DKRP_DATA_DIR``, else ``../shared/data`` beside the repository."""
-    env = os.environ.get("DKRP_DATA_DIR")
-    return Path(env) if env else (REPO_ROOT / ".." / "shared" / "data").resolve()
+def real_data_root() -> Path:
+    """:func:`dkrp.datasets.data_dir` when that folder exists, else skip the test saying so."""
+    root = data_dir()
+    if not root.is_dir():
+        pytest.skip(
+            f"real data not available: no folder {root} (set DKRP_DATA_DIR to the folder "
+            "holding the shared datasets, or provide ../shared/data)"
+        )
+    return root
 
 
 def require_data(*relative: str) -> Path:
@@ -29,14 +37,58 @@ def require_data(*relative: str) -> Path:
     return path
 
 
-def _idx_images(path: Path) -> np.ndarray:
-    with gzip.open(path) as f:
-        return np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
+def no_siblings(dest: Path) -> bool:
+    """True when neither dest nor any temporary sibling of it exists."""
+    siblings = [p for p in dest.parent.iterdir() if p.name.startswith(f".{dest.name}.")]
+    return not dest.exists() and not siblings
 
 
 @pytest.fixture(scope="session")
 def mnist_test_500():
     """500 random MNIST test digits scaled to [-1, 1) as in the KRP paper (x/127.5 - 1)."""
-    X = _idx_images(require_data("mnist", "t10k-images-idx3-ubyte.gz"))
+    X = read_idx(require_data("mnist", "t10k-images-idx3-ubyte.gz"), expected_magic=2051)
+    X = X.reshape(-1, 784)
     rows = np.random.default_rng(2018).choice(X.shape[0], 500, replace=False)
     return X[rows] / 127.5 - 1.0
+
+
+@pytest.fixture
+def shared_file():
+    """Return a function giving a real data file, or skipping when it is absent."""
+
+    def get(relative: str) -> Path:
+        root = real_data_root()
+        path = root / relative
+        if not path.is_file():
+            pytest.skip(f"real data file {relative} not found in {root}")
+        return path
+
+    return get
+
+
+@pytest.fixture
+def sparse_libsvm(tmp_path):
+    """A 1-based LIBSVM file (with comments and blank lines) and the matrix it holds."""
+    rng = np.random.default_rng(0)
+    X = sp.random(
+        203, 40, density=0.05, format="csr", random_state=rng,
+        data_rvs=lambda n: rng.integers(1, 9, n),
+    )
+    y = rng.choice([-1, 1], size=203)
+    path = tmp_path / "data.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False, comment="generated for dkrp tests")
+    # blank lines and comment lines inside the body must not become rows
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(40, b"")
+    lines.insert(90, b"   # a comment line")
+    path.write_bytes(b"\n".join(lines))
+    return path, X, y
+
+
+@pytest.fixture
+def small_store(tmp_path):
+    """A dense 10 x 4 dataset store in row blocks of 3, ingested from ``tmp_path/x.npy``."""
+    np.save(tmp_path / "x.npy", np.arange(40.0).reshape(10, 4))
+    dest = tmp_path / "x.zarr"
+    ingest(tmp_path / "x.npy", dest, chunk_rows=3)
+    return dest

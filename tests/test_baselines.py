@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import os
-from pathlib import Path
 
 import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import require_data
 from sklearn.decomposition import PCA
 from sklearn.kernel_approximation import Nystroem as SklearnNystroem
 
 from dkrp.base import from_spec, load
 from dkrp.baselines import KulisGraumanRP, Nystroem, PCAProjector
 from dkrp.baselines._landmarks import sample_landmark_indices
+from dkrp.io import read_idx
 from dkrp.kernels import kernel_matrix
 from dkrp.metrics import distance_distortion
 
@@ -306,36 +305,16 @@ def test_fit_n_features_refused():
 
 # -- real data (the paper's Tables 2, 3 and 8) ----------------------------------------
 
-def _data_dir():
-    env = os.environ.get("DKRP_DATA_DIR")
-    if env:
-        return Path(env)
-    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        candidate = (base / ".." / "shared" / "data").resolve()
-        if candidate.is_dir():
-            return candidate
-    return Path.cwd() / ".." / "shared" / "data"
-
-
-def _require(*parts):
-    path = _data_dir().joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"dataset file {path} not found (set DKRP_DATA_DIR to the shared data)")
-    return path
-
-
 def _read_idx_images(path):
-    with gzip.open(path, "rb") as fh:
-        raw = fh.read()
-    n, rows, cols = (int.from_bytes(raw[i : i + 4], "big") for i in (4, 8, 12))
-    return np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(n, rows * cols)
+    images = read_idx(path, expected_magic=2051)
+    return images.reshape(images.shape[0], -1)
 
 
 @pytest.fixture(scope="module")
 def mnist():
     """Training images and 500 test digits, pixels scaled to [-1, 1) (x/127.5 - 1)."""
-    train = _read_idx_images(_require("mnist", "train-images-idx3-ubyte.gz"))
-    test = _read_idx_images(_require("mnist", "t10k-images-idx3-ubyte.gz"))
+    train = _read_idx_images(require_data("mnist", "train-images-idx3-ubyte.gz"))
+    test = _read_idx_images(require_data("mnist", "t10k-images-idx3-ubyte.gz"))
     pick = np.random.default_rng(2018).choice(len(test), 500, replace=False)
     return train / 127.5 - 1.0, test[pick] / 127.5 - 1.0
 
@@ -381,7 +360,7 @@ def test_kgrp_w8a_far_worse_than_krp_table8():
 
     from dkrp import PolynomialRandomProjection
 
-    X, _ = load_svmlight_file(str(_require("w8a", "w8a.bz2")), n_features=300)
+    X, _ = load_svmlight_file(str(require_data("w8a", "w8a.bz2")), n_features=300)
     X = X.tocsr()
     perm = np.random.default_rng(8).permutation(X.shape[0])
     test, train = X[perm[:500]], X[perm[500:]]

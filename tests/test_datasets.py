@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import real_data_root
 
 from dkrp.datasets import (
     DatasetNotFoundError,
@@ -25,17 +25,9 @@ from dkrp.datasets import (
 @pytest.fixture
 def real_data(monkeypatch):
     """Point DKRP_DATA_DIR at the real data folder, or skip when there is none."""
-    env = os.environ.get("DKRP_DATA_DIR")
-    candidates = [Path(env)] if env else []
-    candidates += [
-        Path.cwd() / ".." / "shared" / "data",
-        Path(__file__).resolve().parents[1] / ".." / "shared" / "data",
-    ]
-    for candidate in candidates:
-        if candidate.is_dir():
-            monkeypatch.setenv("DKRP_DATA_DIR", str(candidate.resolve()))
-            return candidate.resolve()
-    pytest.skip("real data not available: set DKRP_DATA_DIR or provide ../shared/data")
+    root = real_data_root()
+    monkeypatch.setenv("DKRP_DATA_DIR", str(root))
+    return root
 
 
 def _need(root: Path, *relative: str) -> None:

@@ -1,0 +1,242 @@
+"""Binary arrays: ``.npy`` and IDX files into a dataset store, and :func:`read_array`.
+
+This module owns the ``.npy`` reader (memory-mapped, 2-D numeric only) and :func:`from_npy`,
+the repository's one IDX parser :func:`read_idx` (MNIST's format; the dataset loaders, tests
+and benchmarks all read IDX through it), the two ingesters, and :func:`read_array`, which opens
+``.npy``, Parquet or a dataset store as a row-chunked dask array.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+
+from ._common import _array_from_blocks, _open_maybe_compressed, file_sha256
+from .dataset_store import (
+    _check_chunk_rows,
+    _create_dense,
+    _default_chunk_rows,
+    _label_dtype,
+    _row_chunks,
+    _write_blocks,
+    open_dataset,
+)
+from .tabular import _PARQUET_SUFFIXES, from_parquet
+
+_NPY_SUFFIXES = {".npy"}
+
+def _open_npy(path) -> np.ndarray:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Input file {path} does not exist")
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a plain numeric .npy array ({exc})") from exc
+    if not isinstance(arr, np.ndarray) or arr.ndim != 2:
+        raise ValueError(
+            f"{path}: expected a 2-D array (n_samples, n_features), got shape "
+            f"{getattr(arr, 'shape', None)}"
+        )
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: dtype {arr.dtype} is not numeric")
+    return arr
+
+
+def _npy_rows(path: str, r0: int, r1: int, dtype=None) -> np.ndarray:
+    arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    return np.array(arr[r0:r1], dtype=dtype if dtype is not None else arr.dtype)
+
+
+def _npy_block(path, r0, r1):
+    return _npy_rows(path, r0, r1), None
+
+
+def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
+    arr = _open_npy(source)
+    n_samples, width = arr.shape
+    if n_features is not None and n_features != width:
+        raise ValueError(f"{source}: n_features={n_features} but the array has {width} columns")
+    if chunk_rows is None:
+        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+    _write_blocks(_npy_block, (str(source),), n_samples, chunk_rows, str(tmp), dtype, None,
+                  str(source), None, scheduler)
+    return {
+        "n_samples": int(n_samples),
+        "n_features": int(width),
+        "storage": "dense",
+        "dtype": dtype.name,
+        "chunk_rows": chunk_rows,
+        "has_labels": False,
+        "label_dtype": None,
+    }
+
+
+_IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
+    """Read an IDX file (MNIST's format; ``.gz``, ``.bz2`` or ``.xz`` allowed) into an array.
+
+    An IDX file is a big-endian header, ``0x00 0x00 <dtype code> <ndim>`` then ``ndim``
+    32-bit sizes, followed by the values in C order.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, for example ``t10k-images-idx3-ubyte.gz``.
+    expected_magic : int, optional
+        The 32-bit magic number the file must start with, for example ``2051`` for unsigned-byte
+        images of three dimensions (``0x00000803``) and ``2049`` for labels (``0x00000801``).
+        Any valid IDX header is accepted when None.
+
+    Returns
+    -------
+    numpy.ndarray
+        Read-only array of the shape and dtype the header gives (``uint8`` for MNIST).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        The header is not IDX (magic bytes, dtype code or number of dimensions), the magic
+        number is not ``expected_magic``, or the file length does not match the shape. The
+        message names the file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tiny-idx2-ubyte"
+    >>> _ = path.write_bytes(bytes([0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 3]) + bytes(range(6)))
+    >>> read_idx(path, expected_magic=0x0802)
+    array([[0, 1, 2],
+           [3, 4, 5]], dtype=uint8)
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"IDX file {path} does not exist")
+    with _open_maybe_compressed(path) as handle:
+        raw = handle.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise ValueError(f"{path}: not an IDX file (bad magic number {raw[:4]!r})")
+    magic = int.from_bytes(raw[:4], "big")
+    if expected_magic is not None and magic != expected_magic:
+        raise ValueError(f"{path}: IDX magic number {magic}, expected {expected_magic}")
+    ndim = raw[3]
+    header = 4 + 4 * ndim
+    if ndim == 0 or len(raw) < header:
+        raise ValueError(
+            f"{path}: bad IDX header: {ndim} dimensions need a {header}-byte header, the file "
+            f"has {len(raw)} bytes"
+        )
+    dims = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    dtype = np.dtype(_IDX_DTYPES[raw[2]])
+    expected = header + int(np.prod(dims)) * dtype.itemsize
+    if len(raw) != expected:
+        raise ValueError(
+            f"{path}: IDX header says shape {dims} ({expected} bytes) but the file has "
+            f"{len(raw)} bytes (truncated or corrupt)"
+        )
+    return np.frombuffer(raw, dtype, offset=header).reshape(dims)
+
+
+def _ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
+    images = read_idx(source)
+    X = images.reshape(images.shape[0], -1)
+    n_samples, width = X.shape
+    if n_features is not None and n_features != width:
+        raise ValueError(f"{source}: n_features={n_features} but each image has {width} values")
+    y = None
+    if labels is not None:
+        y = read_idx(Path(labels).expanduser()).reshape(-1)
+        if y.shape[0] != n_samples:
+            raise ValueError(
+                f"{labels} holds {y.shape[0]} labels but {source} holds {n_samples} images"
+            )
+    if chunk_rows is None:
+        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+    if y is not None:
+        label_dtype = _label_dtype(True)
+        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
+    for r0 in range(0, n_samples, chunk_rows):
+        r1 = min(n_samples, r0 + chunk_rows)
+        group["X"][r0:r1] = X[r0:r1].astype(dtype)
+        if y is not None:
+            group["y"][r0:r1] = y[r0:r1].astype(label_dtype)
+    return {
+        "n_samples": int(n_samples),
+        "n_features": int(width),
+        "storage": "dense",
+        "dtype": dtype.name,
+        "chunk_rows": chunk_rows,
+        "has_labels": y is not None,
+        "label_dtype": None if y is None else np.dtype(label_dtype).name,
+        **({"labels_sha256": file_sha256(labels)} if labels is not None else {}),
+    }
+
+
+def from_npy(path, chunk_rows: int | None = None) -> da.Array:
+    """A 2-D ``.npy`` file as a row-chunked dask array (memory-mapped, read per block).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A 2-D numeric ``.npy`` file (pickled object arrays are refused).
+    chunk_rows : int, optional
+        Rows per block; default about 64 MiB per block.
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_features)
+        Same dtype as the file, known chunks; each task opens the file itself, so the graph
+        holds only the path.
+    """
+    path = Path(path).expanduser().absolute()
+    arr = _open_npy(path)
+    chunk_rows = _check_chunk_rows(chunk_rows) or _default_chunk_rows(
+        max(arr.shape[1], 1) * arr.dtype.itemsize, arr.shape[0]
+    )
+    token = tokenize(str(path), os.stat(path).st_mtime_ns, arr.shape, str(arr.dtype), chunk_rows)
+    return _array_from_blocks(
+        "from-npy", _npy_rows, (str(path),), _row_chunks(arr.shape[0], chunk_rows),
+        arr.shape[1], np.empty((0, arr.shape[1]), dtype=arr.dtype), token,
+    )
+
+
+def read_array(path, *, columns=None, chunk_rows: int | None = None) -> da.Array:
+    """Open ``.npy``, Parquet or a dkrp dataset store as a row-chunked dask array.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``*.npy``, ``*.parquet``/``*.pq``, or a dataset store directory (its ``X``).
+    columns : list of str, optional
+        Parquet only: columns to read.
+    chunk_rows : int, optional
+        Rows per block for ``.npy``/Parquet; a store keeps its own chunks.
+
+    Returns
+    -------
+    dask.array.Array
+    """
+    path = Path(path).expanduser().absolute()
+    suffix = path.suffix.lower()
+    if suffix in _NPY_SUFFIXES:
+        return from_npy(path, chunk_rows=chunk_rows)
+    if suffix in _PARQUET_SUFFIXES:
+        return from_parquet(path, columns=columns, chunk_rows=chunk_rows)
+    if path.is_dir():
+        return open_dataset(path).X
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    raise ValueError(
+        f"{path}: read_array reads .npy, .parquet/.pq or a dataset store directory; "
+        "ingest other formats first with dkrp.io.ingest"
+    )

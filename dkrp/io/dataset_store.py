@@ -1,0 +1,409 @@
+r"""The dataset store: dkrp's on-disk *dataset* format, and :func:`open_dataset`.
+
+This module owns the store layout below, its constants (:data:`DATASET_FORMAT`,
+:data:`FORMAT_VERSION`, :data:`TARGET_CHUNK_BYTES`), the row-block arithmetic, the CSR block
+codec (how one row block of a sparse ``X`` is written and read back), the writer of dense row
+blocks, the :class:`Dataset` record and :func:`open_dataset`, which checks a store before
+serving it. Everything downstream (featurizers, pipelines, the CLI) reads data through
+:func:`open_dataset`; the format readers of :mod:`dkrp.io` write through the helpers here.
+
+Store layout (``dkrp_format = "dataset"``, ``format_version = 1``)
+------------------------------------------------------------------
+A store is a Zarr v3 group::
+
+    <dest>/zarr.json     group attributes (see below)
+    <dest>/X             the samples, dense or CSR (see below)
+    <dest>/y             optional labels, shape (n_samples,), chunks (chunk_rows,)
+
+Dense ``X`` is one array of shape ``(n_samples, n_features)`` chunked by rows,
+``(chunk_rows, n_features)``: all columns sit in one chunk, so row block ``b`` (rows
+``b * chunk_rows`` up to ``(b + 1) * chunk_rows``) is exactly one chunk.
+
+CSR ``X`` is a group with attributes ``format="csr"``, ``shape``, ``chunk_rows``,
+``n_blocks`` and ``nnz`` holding three 2-D arrays, one row (= one Zarr chunk) per row block::
+
+    X/indptr   int64   (n_blocks, chunk_rows + 1)  block-local indptr: starts at 0, ends at the
+                                                   block's nnz; padded with that nnz past the
+                                                   block's last row (only the last block is short)
+    X/indices  int32   (n_blocks, capacity)        column indices of block b in [b, :nnz_b]
+    X/data     dtype   (n_blocks, capacity)        values of block b in [b, :nnz_b]
+
+``capacity`` is the largest block nnz (at least 1) and the padding is zeros, which compress to
+almost nothing. Block ``b`` is read on its own: ``p = indptr[b, :rows_b + 1]``, then
+``data[b, :p[-1]]`` and ``indices[b, :p[-1]]``. Each block is owned by one chunk of each array,
+so blocks are written by independent tasks without overlapping writes (Zarr has no locks).
+
+Group attributes: ``dkrp_format``, ``format_version``, ``complete``, ``n_samples``,
+``n_features``, ``storage`` (``"dense"`` or ``"csr"``), ``dtype``, ``chunk_rows``, ``nnz`` (CSR
+only), ``has_labels``, ``label_dtype``, ``source`` (absolute path), ``source_format``,
+``source_bytes``, ``source_sha256`` and ``ingest`` (the parameters as requested).
+
+A store is published only once it is whole (see :mod:`dkrp.io.ingest`): the ``complete``
+attribute is written ``false`` first and ``true`` last, and every chunk is written even when it
+is all zeros (``write_empty_chunks=True``), so :func:`open_dataset` can detect deleted chunk
+files instead of silently reading fill values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+import zarr
+from dask.base import tokenize
+
+from ._common import _check_finite_block
+
+#: Target size of one uncompressed chunk of ``X`` when ``chunk_rows`` is not given.
+TARGET_CHUNK_BYTES = 64 * 2**20
+
+#: Value of the ``dkrp_format`` attribute that marks a dataset store.
+DATASET_FORMAT = "dataset"
+#: Version of the layout described above, recorded as ``format_version``.
+FORMAT_VERSION = 1
+# every chunk is written, even all-zero ones, so that missing chunk files can be detected
+_ZARR_CONFIG = {"write_empty_chunks": True}
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A dataset store opened lazily.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        Row-chunked like the store, with known chunk sizes. For CSR stores each block is a
+        ``scipy.sparse.csr_matrix`` and ``X._meta`` is one too.
+    y : dask.array.Array of shape (n_samples,) or None
+        Labels, chunked like ``X``; None when the store has none.
+    attrs : dict
+        The store's group attributes (provenance, shape, storage).
+    path : pathlib.Path
+        Absolute path of the store.
+    """
+
+    X: da.Array
+    y: da.Array | None
+    attrs: dict = field(repr=False)
+    path: Path
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether ``X`` is stored (and served) as CSR blocks."""
+        return self.attrs.get("storage") == "csr"
+
+
+def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
+    rows = max(1, int(TARGET_CHUNK_BYTES // max(bytes_per_row, 1.0)))
+    return max(1, min(rows, n_samples)) if n_samples > 0 else rows
+
+
+def _check_chunk_rows(chunk_rows) -> int | None:
+    if chunk_rows is None:
+        return None
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)):
+        raise TypeError(f"chunk_rows must be a positive int or None, got {chunk_rows!r}")
+    if chunk_rows <= 0:
+        raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
+    return int(chunk_rows)
+
+
+def _row_chunks(n_samples: int, chunk_rows: int) -> tuple[int, ...]:
+    if n_samples == 0:
+        return (0,)
+    full, rest = divmod(n_samples, chunk_rows)
+    return (chunk_rows,) * full + ((rest,) if rest else ())
+
+
+def _create_dense(group, name, n_rows, n_cols, chunk_rows, dtype):
+    if n_cols is None:
+        shape, chunks = (n_rows,), (chunk_rows,)
+    else:
+        shape, chunks = (n_rows, n_cols), (chunk_rows, max(n_cols, 1))
+    return group.create_array(
+        name,
+        shape=shape,
+        dtype=np.dtype(dtype),
+        chunks=chunks,
+        fill_value=0,
+        config=_ZARR_CONFIG,
+    )
+
+
+def _label_dtype(labels_integral: bool) -> np.dtype:
+    return np.dtype("int64") if labels_integral else np.dtype("float64")
+
+
+def _is_dkrp_store(path: Path) -> bool:
+    meta = path / "zarr.json"
+    if not meta.is_file():
+        return False
+    try:
+        attrs = json.loads(meta.read_text()).get("attributes", {})
+    except (OSError, ValueError):
+        return False
+    return isinstance(attrs, dict) and attrs.get("dkrp_format") == DATASET_FORMAT
+
+
+# --------------------------------------------------------------------------------------------
+# dense row blocks
+
+
+def _copy_block(reader, reader_args, r0, r1, store, dtype, label_dtype, display, columns):
+    values, labels = reader(*reader_args, r0, r1)
+    values = np.asarray(values, dtype=dtype)
+    _check_finite_block(values, labels, display, r0, columns)
+    group = zarr.open_group(store, mode="r+")
+    group["X"][r0:r1] = values
+    if labels is not None:
+        group["y"][r0:r1] = labels.astype(label_dtype)
+
+
+def _write_blocks(reader, reader_args, n_samples, chunk_rows, store, dtype, label_dtype,
+                  display, columns, scheduler):
+    copy = dask.delayed(_copy_block, pure=True)
+    tasks = [
+        copy(reader, reader_args, r0, min(r0 + chunk_rows, n_samples), store, dtype.name,
+             label_dtype, display, columns)
+        for r0 in range(0, n_samples, chunk_rows)
+    ]
+    dask.compute(*tasks, scheduler=scheduler)
+
+
+# --------------------------------------------------------------------------------------------
+# CSR block codec
+
+
+def _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacity, index_dtype,
+                dtype):
+    """Create the CSR ``X`` group of the layout above, with room for ``capacity`` nnz per block.
+
+    Parameters
+    ----------
+    group : zarr.Group
+        The store being written.
+    n_samples, n_features : int
+        Shape of ``X``.
+    chunk_rows : int
+        Rows per block.
+    n_blocks : int
+        Number of row blocks, ``ceil(n_samples / chunk_rows)``.
+    nnz : int
+        Stored values in all of ``X``.
+    capacity : int
+        Width of ``X/indices`` and ``X/data``: the largest block nnz, at least 1.
+    index_dtype, dtype : numpy.dtype
+        dtypes of ``X/indices`` and ``X/data``.
+
+    Returns
+    -------
+    zarr.Group
+        The new ``X`` group.
+    """
+    xg = group.create_group("X")
+    xg.attrs.update(
+        {
+            "format": "csr",
+            "shape": [n_samples, n_features],
+            "chunk_rows": chunk_rows,
+            "n_blocks": n_blocks,
+            "nnz": nnz,
+            "layout": "one row per row block; indptr is block-local (see dkrp.io)",
+        }
+    )
+    for name, width, arr_dtype in (
+        ("indptr", chunk_rows + 1, np.dtype("int64")),
+        ("indices", capacity, index_dtype),
+        ("data", capacity, dtype),
+    ):
+        xg.create_array(
+            name, shape=(n_blocks, width), dtype=arr_dtype, chunks=(1, width),
+            fill_value=0, config=_ZARR_CONFIG,
+        )
+    return xg
+
+
+def _write_csr_block(xg, block, X, chunk_rows, dtype):
+    """Write row block ``block`` (a CSR matrix of at most ``chunk_rows`` rows) into ``xg``.
+
+    The block-local ``indptr`` is padded with the block's nnz past its last row, and ``data``
+    and ``indices`` with zeros up to the group's capacity; each array gets one whole chunk.
+    """
+    capacity = xg["data"].shape[1]
+    n_rows = X.shape[0]
+    indptr = np.full(chunk_rows + 1, X.nnz, dtype=np.int64)
+    indptr[: n_rows + 1] = X.indptr
+    data = np.zeros(capacity, dtype=dtype)
+    data[: X.nnz] = X.data
+    idx = np.zeros(capacity, dtype=xg["indices"].dtype)
+    idx[: X.nnz] = X.indices
+    xg["indptr"][block] = indptr
+    xg["data"][block] = data
+    xg["indices"][block] = idx
+
+
+def _read_csr_block(xpath, block, rows, n_features, r0=None, r1=None):
+    group = zarr.open_group(xpath, mode="r")
+    indptr = np.asarray(group["indptr"][block, : rows + 1])
+    nnz = int(indptr[-1])
+    capacity = group["data"].shape[1]
+    if indptr[0] != 0 or nnz > capacity or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"Dataset store {xpath} is corrupt: block {block} has a bad indptr")
+    data = np.asarray(group["data"][block, :nnz])
+    indices = np.asarray(group["indices"][block, :nnz])
+    if nnz and (indices.min() < 0 or indices.max() >= n_features):
+        raise ValueError(f"Dataset store {xpath} is corrupt: block {block} has bad indices")
+    return sp.csr_matrix((data, indices, indptr), shape=(rows, n_features))
+
+
+# --------------------------------------------------------------------------------------------
+# opening a store
+
+
+def _corrupt(path, what) -> ValueError:
+    return ValueError(
+        f"Dataset store {path} is corrupt: {what}. Re-create it with "
+        "dkrp.io.ingest(..., overwrite=True)."
+    )
+
+
+def _member(group, name, path):
+    try:
+        return group[name]
+    except Exception as exc:  # zarr raises KeyError or metadata errors
+        raise _corrupt(path, f"member {name!r} is missing or unreadable ({exc!r})") from exc
+
+
+def _check_chunks_present(array, path, name):
+    expected = array.nchunks
+    present = array.nchunks_initialized
+    if present != expected:
+        raise _corrupt(path, f"array {name!r} has {present} of {expected} chunks on disk")
+
+
+def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
+    """Open a dataset store made by :func:`dkrp.io.ingest` as lazy dask arrays.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Store directory.
+    allow_incomplete : bool, default=False
+        Open a store whose ``complete`` flag is not true (for inspection only: its contents
+        may be partial).
+
+    Returns
+    -------
+    Dataset
+        ``X`` (dense or CSR blocks, chunked like the store), ``y`` (or None), ``attrs``,
+        ``path``.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    ValueError
+        ``path`` is not a dkrp dataset store, is corrupt (missing metadata or chunk files,
+        inconsistent shapes) or is incomplete.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> from dkrp.io import ingest
+    >>> np.save(tmp / "x.npy", np.eye(3))
+    >>> _ = ingest(tmp / "x.npy", tmp / "x.zarr")
+    >>> bool((open_dataset(tmp / "x.zarr").X.compute() == np.eye(3)).all())
+    True
+    """
+    path = Path(path).expanduser().absolute()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"No dataset store at {path}: the path does not exist. Create one with "
+            f"dkrp.io.ingest(source, {str(path)!r})."
+        )
+    if not (path / "zarr.json").is_file():
+        raise ValueError(f"{path} is not a dkrp dataset store: it has no zarr.json")
+    try:
+        group = zarr.open_group(str(path), mode="r")
+        attrs = dict(group.attrs)
+    except Exception as exc:
+        raise ValueError(
+            f"{path} is not a dkrp dataset store: it is not a readable Zarr v3 group ({exc!r})"
+        ) from exc
+    if attrs.get("dkrp_format") != DATASET_FORMAT:
+        raise ValueError(
+            f"{path} is not a dkrp dataset store: attribute dkrp_format is "
+            f"{attrs.get('dkrp_format')!r}, expected {DATASET_FORMAT!r}"
+        )
+    if attrs.get("complete") is not True and not allow_incomplete:
+        raise ValueError(
+            f"Dataset store {path} is incomplete: its ingest did not finish (attribute "
+            "'complete' is not true). Ingest cannot resume; re-run it with overwrite=True "
+            "(--overwrite) to rebuild the store, or pass allow_incomplete=True to open it anyway."
+        )
+    required = ("n_samples", "n_features", "storage", "chunk_rows", "has_labels")
+    missing = [k for k in required if k not in attrs]
+    if missing:
+        raise _corrupt(path, f"attributes {missing} are missing")
+    n_samples, n_features = int(attrs["n_samples"]), int(attrs["n_features"])
+    chunk_rows = int(attrs["chunk_rows"])
+    row_chunks = _row_chunks(n_samples, chunk_rows)
+    x_member = _member(group, "X", path)
+
+    if attrs["storage"] == "dense":
+        if not isinstance(x_member, zarr.Array):
+            raise _corrupt(path, "'X' should be an array for dense storage")
+        if x_member.shape != (n_samples, n_features):
+            raise _corrupt(
+                path, f"X has shape {x_member.shape}, attributes say {(n_samples, n_features)}"
+            )
+        if x_member.chunks[0] != chunk_rows:
+            raise _corrupt(path, f"X has row chunks {x_member.chunks[0]}, expected {chunk_rows}")
+        _check_chunks_present(x_member, path, "X")
+        X = da.from_zarr(x_member, chunks=(chunk_rows, max(n_features, 1)))
+    elif attrs["storage"] == "csr":
+        if not isinstance(x_member, zarr.Group) or x_member.attrs.get("format") != "csr":
+            raise _corrupt(path, "'X' should be a group with attribute format='csr'")
+        n_blocks = len(row_chunks) if n_samples else 0
+        arrays = {}
+        for name, width in (("indptr", chunk_rows + 1), ("indices", None), ("data", None)):
+            arr = _member(x_member, name, path / "X")
+            if not isinstance(arr, zarr.Array) or arr.ndim != 2 or arr.shape[0] != n_blocks:
+                raise _corrupt(path, f"X/{name} should be a 2-D array with {n_blocks} rows")
+            if width is not None and arr.shape[1] != width:
+                raise _corrupt(path, f"X/{name} has width {arr.shape[1]}, expected {width}")
+            _check_chunks_present(arr, path, f"X/{name}")
+            arrays[name] = arr
+        if arrays["data"].shape != arrays["indices"].shape:
+            raise _corrupt(path, "X/data and X/indices have different shapes")
+        dtype = arrays["data"].dtype
+        xpath = str(path / "X")
+        meta = sp.csr_matrix((0, n_features), dtype=dtype)
+        token = tokenize(str(path), attrs.get("source_sha256"), n_samples, n_features,
+                         chunk_rows, os.stat(path / "X" / "zarr.json").st_mtime_ns)
+        name = f"open-csr-{token}"
+        graph = {}
+        if n_blocks:
+            for b, rows in enumerate(row_chunks):
+                graph[(name, b, 0)] = (_read_csr_block, xpath, b, rows, n_features)
+        else:
+            graph[(name, 0, 0)] = (sp.csr_matrix, (0, n_features))
+        X = da.Array(graph, name, chunks=(row_chunks, (n_features,)), meta=meta, dtype=dtype)
+    else:
+        raise _corrupt(path, f"unknown storage {attrs['storage']!r}")
+
+    y = None
+    if attrs["has_labels"]:
+        y_member = _member(group, "y", path)
+        if not isinstance(y_member, zarr.Array) or y_member.shape != (n_samples,):
+            raise _corrupt(path, f"y should be an array of shape {(n_samples,)}")
+        _check_chunks_present(y_member, path, "y")
+        y = da.from_zarr(y_member, chunks=(chunk_rows,))
+    return Dataset(X=X, y=y, attrs=attrs, path=path)

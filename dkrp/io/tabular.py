@@ -1,0 +1,256 @@
+"""Tabular inputs: CSV and Parquet files into a dataset store, and Parquet as a dask array.
+
+This module owns column selection (``label_column``, ``drop_columns``, ``n_features``) and the
+numeric-type checks shared by both formats, the sequential CSV ingester (one pandas chunk is
+one Zarr chunk), the parallel Parquet ingester (each task reads the row groups that overlap
+its rows) and :func:`from_parquet`. pandas and pyarrow are imported only when used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+
+from ._common import _array_from_blocks, _check_finite_block
+from .dataset_store import (
+    _check_chunk_rows,
+    _create_dense,
+    _default_chunk_rows,
+    _label_dtype,
+    _row_chunks,
+    _write_blocks,
+)
+
+_CSV_SUFFIXES = {".csv"}
+_PARQUET_SUFFIXES = {".parquet", ".pq"}
+
+def _import_pandas():
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - pandas ships with the test extra
+        raise ImportError(
+            "Reading CSV needs pandas: pip install dkrp[parquet] (or pip install pandas)"
+        ) from exc
+    return pd
+
+
+def _select_columns(source, columns, label_column, drop_columns, n_features):
+    columns = [str(c) for c in columns]
+    if label_column is not None and label_column not in columns:
+        raise ValueError(
+            f"{source}: label column {label_column!r} not found; available columns: {columns}"
+        )
+    missing = [c for c in drop_columns if c not in columns]
+    if missing:
+        raise ValueError(
+            f"{source}: drop_columns {missing} not found; available columns: {columns}"
+        )
+    features = [c for c in columns if c != label_column and c not in drop_columns]
+    if n_features is not None and n_features != len(features):
+        raise ValueError(
+            f"{source}: n_features={n_features} but the file has {len(features)} feature "
+            f"columns after dropping {drop_columns} and the label: {features}"
+        )
+    return features
+
+
+def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns):
+    pd = _import_pandas()
+    header = pd.read_csv(source, nrows=0).columns
+    features = _select_columns(source, header, label_column, drop_columns, n_features)
+    n_features = len(features)
+    if chunk_rows is None:
+        chunk_rows = _default_chunk_rows(max(n_features, 1) * dtype.itemsize, 0)
+    usecols = features + ([label_column] if label_column is not None else [])
+    X = _create_dense(group, "X", 0, n_features, chunk_rows, dtype)
+    y = None
+    label_dtype = None
+    row0 = 0
+    # Sequential: each pandas chunk is exactly one Zarr chunk, written once.
+    with pd.read_csv(source, usecols=usecols, chunksize=chunk_rows) as reader:
+        for frame in reader:
+            if len(frame) == 0:  # header-only file: pandas gives one empty object frame
+                continue
+            bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
+            if bad:
+                raise ValueError(
+                    f"{source}: non-numeric column(s) {bad} (first seen in data rows "
+                    f"{row0}..{row0 + len(frame) - 1}); drop them with drop_columns="
+                )
+            values = frame[features].to_numpy(dtype=dtype)
+            labels = None
+            if label_column is not None:
+                labels = frame[label_column].to_numpy()
+                if label_dtype is None:
+                    label_dtype = _label_dtype(labels.dtype.kind in "iub")
+                    y = _create_dense(group, "y", 0, None, chunk_rows, label_dtype)
+                if labels.dtype.kind == "f" and label_dtype.kind != "f":
+                    raise ValueError(
+                        f"{source}: label column {label_column!r} turns non-integer (or has "
+                        f"missing values) in data rows {row0}..{row0 + len(frame) - 1}"
+                    )
+            _check_finite_block(values, labels, source, row0, features, header_lines=1)
+            row1 = row0 + len(frame)
+            X.resize((row1, n_features))
+            X[row0:row1] = values
+            if y is not None:
+                y.resize((row1,))
+                y[row0:row1] = labels.astype(label_dtype)
+            row0 = row1
+    if label_column is not None and y is None:  # empty file: still record an empty y
+        label_dtype = np.dtype("float64")
+        _create_dense(group, "y", 0, None, chunk_rows, label_dtype)
+    return {
+        "n_samples": row0,
+        "n_features": n_features,
+        "storage": "dense",
+        "dtype": dtype.name,
+        "chunk_rows": chunk_rows,
+        "has_labels": label_column is not None,
+        "label_dtype": None if label_dtype is None else label_dtype.name,
+        "feature_names": features,
+    }
+
+
+def _import_parquet():
+    try:
+        import pyarrow  # noqa: F401
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise ImportError(
+            "Reading Parquet files needs pyarrow: pip install dkrp[parquet]"
+        ) from exc
+    return pq
+
+
+def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_features=None):
+    """Return (n_rows, feature columns, label numpy dtype) after checking names and types."""
+    import pyarrow as pa
+
+    pq = _import_parquet()
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Input file {path} does not exist")
+    pfile = pq.ParquetFile(path)
+    schema = pfile.schema_arrow
+    names = list(schema.names)
+    if columns is not None:
+        unknown = [c for c in columns if c not in names]
+        if unknown:
+            raise ValueError(f"{path}: columns {unknown} not found; available columns: {names}")
+        names = list(columns) + ([label_column] if label_column in names else [])
+    features = _select_columns(path, names, label_column, drop_columns, n_features)
+
+    def numeric(t):
+        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+    used = features + ([label_column] if label_column is not None else [])
+    bad = [c for c in used if not numeric(schema.field(c).type)]
+    if bad:
+        raise ValueError(
+            f"{path}: non-numeric column(s) {bad} "
+            f"({', '.join(str(schema.field(c).type) for c in bad)}); drop them with drop_columns="
+        )
+    label_dtype = None
+    if label_column is not None:
+        label_dtype = np.dtype(schema.field(label_column).type.to_pandas_dtype())
+        label_dtype = _label_dtype(label_dtype.kind in "iub")
+    return pfile.metadata.num_rows, features, label_dtype
+
+
+def _parquet_rows(path, features, label_column, r0, r1, dtype="float64"):
+    pq = _import_parquet()
+    pfile = pq.ParquetFile(path)
+    sizes = [pfile.metadata.row_group(i).num_rows for i in range(pfile.num_row_groups)]
+    ends = np.cumsum(sizes)
+    begins = ends - np.asarray(sizes)
+    groups = [i for i in range(len(sizes)) if begins[i] < r1 and ends[i] > r0]
+    cols = list(features) + ([label_column] if label_column is not None else [])
+    if not groups:
+        values = np.empty((0, len(features)), dtype=dtype)
+        return values, (np.empty(0) if label_column is not None else None)
+    table = pfile.read_row_groups(groups, columns=cols)
+    table = table.slice(r0 - int(begins[groups[0]]), r1 - r0)
+    values = np.empty((r1 - r0, len(features)), dtype=dtype)
+    for j, name in enumerate(features):
+        # nulls come back as NaN and are reported by the finite check
+        values[:, j] = table.column(name).to_numpy()
+    labels = table.column(label_column).to_numpy() if label_column is not None else None
+    return values, labels
+
+
+def _ingest_parquet(source, tmp, group, *, n_features, chunk_rows, dtype, label_column,
+                    drop_columns, scheduler):
+    n_samples, features, label_dtype = _parquet_schema(
+        source, None, label_column, drop_columns, n_features
+    )
+    width = len(features)
+    if chunk_rows is None:
+        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+    if label_column is not None:
+        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
+    _write_blocks(
+        _parquet_rows, (str(source), features, label_column), n_samples, chunk_rows, str(tmp),
+        dtype, None if label_dtype is None else label_dtype.name, str(source), features,
+        scheduler,
+    )
+    return {
+        "n_samples": int(n_samples),
+        "n_features": width,
+        "storage": "dense",
+        "dtype": dtype.name,
+        "chunk_rows": chunk_rows,
+        "has_labels": label_column is not None,
+        "label_dtype": None if label_dtype is None else label_dtype.name,
+        "feature_names": features,
+    }
+
+
+def _parquet_values(path, features, dtype, r0, r1):
+    values, _ = _parquet_rows(path, features, None, r0, r1, dtype)
+    return values
+
+
+def from_parquet(path, columns=None, chunk_rows: int | None = None, dtype="float64") -> da.Array:
+    """Numeric Parquet columns as a row-chunked dask array.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Parquet file.
+    columns : list of str, optional
+        Columns to read, in order; default all (all must be numeric or boolean).
+    chunk_rows : int, optional
+        Rows per block; default about 64 MiB per block.
+    dtype : str or numpy.dtype, default="float64"
+        dtype of the result (nulls become NaN, so keep it floating if there may be nulls).
+
+    Returns
+    -------
+    dask.array.Array of shape (n_rows, n_columns)
+        Known chunks; each task reads the row groups that overlap its rows.
+
+    Raises
+    ------
+    ImportError
+        pyarrow is missing (``pip install dkrp[parquet]``).
+    ValueError
+        Unknown or non-numeric columns.
+    """
+    path = Path(path).expanduser().absolute()
+    dtype = np.dtype(dtype)
+    n_rows, features, _ = _parquet_schema(path, columns)
+    chunk_rows = _check_chunk_rows(chunk_rows) or _default_chunk_rows(
+        max(len(features), 1) * dtype.itemsize, n_rows
+    )
+    token = tokenize(str(path), os.stat(path).st_mtime_ns, features, dtype.name, chunk_rows)
+    return _array_from_blocks(
+        "from-parquet", _parquet_values, (str(path), features, dtype.name),
+        _row_chunks(n_rows, chunk_rows), len(features), np.empty((0, len(features)), dtype=dtype),
+        token,
+    )

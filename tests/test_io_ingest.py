@@ -1,0 +1,138 @@
+"""Tests for dkrp.io.ingest: format choice, the atomic publish, and ingest's error paths."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import no_siblings
+
+from dkrp.io import file_sha256, ingest, open_dataset
+from dkrp.io.ingest import _FORMATS, _atomic_publish, _resolve_format
+
+
+def test_file_sha256(tmp_path):
+    path = tmp_path / "f.bin"
+    payload = np.random.default_rng(4).bytes(100_003)
+    path.write_bytes(payload)
+    assert file_sha256(path, chunk_size=4096) == hashlib.sha256(payload).hexdigest()
+
+
+def test_error_midway_leaves_no_dest(tmp_path):
+    # the last row is bad; earlier row blocks have been written by then (chunk_rows=10)
+    rows = [f"{i},{i * 0.5}" for i in range(95)] + ["95,nan"]
+    src = tmp_path / "late.csv"
+    src.write_text("a,b\n" + "\n".join(rows) + "\n")
+    dest = tmp_path / "late.zarr"
+    with pytest.raises(ValueError, match=r"Input X contains NaN\. First at data row 95 \(line 97"):
+        ingest(src, dest, chunk_rows=10)
+    assert no_siblings(dest)
+
+
+def test_missing_source_and_store(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        ingest(tmp_path / "nope.csv", tmp_path / "d.zarr")
+    with pytest.raises(FileNotFoundError, match="No dataset store at"):
+        open_dataset(tmp_path / "nothing.zarr")
+
+
+def test_existing_dest_refused_then_overwritten(small_store, tmp_path):
+    with pytest.raises(FileExistsError, match=r"overwrite=True \(--overwrite"):
+        ingest(tmp_path / "x.npy", small_store)
+    np.save(tmp_path / "y.npy", np.ones((2, 2)))
+    ingest(tmp_path / "y.npy", small_store, overwrite=True)
+    assert open_dataset(small_store).X.shape == (2, 2)
+    (tmp_path / "precious").mkdir()
+    with pytest.raises(FileExistsError, match="not a dkrp dataset store"):
+        ingest(tmp_path / "y.npy", tmp_path / "precious", overwrite=True)
+    assert (tmp_path / "precious").is_dir()
+
+
+def test_sigkilled_ingest_leaves_no_dest(tmp_path):
+    # Kill point is data-driven: SIGKILL once a few X chunks exist in the temporary sibling.
+    rng = np.random.default_rng(5)
+    src = tmp_path / "big.csv"
+    np.savetxt(src, rng.normal(size=(40_000, 3)), delimiter=",", header="a,b,c", comments="")
+    dest = tmp_path / "big.zarr"
+    code = (
+        "import sys; from dkrp.io import ingest; "
+        "ingest(sys.argv[1], sys.argv[2], chunk_rows=100)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", code, str(src), str(dest)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        chunks = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            chunks = list(tmp_path.glob(".big.zarr.ingest-*/X/c/*/*"))
+            if len(chunks) >= 5:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "ingest finished before it could be killed"
+        assert len(chunks) >= 5
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not dest.exists()
+    (leftover,) = tmp_path.glob(".big.zarr.ingest-*")
+    with pytest.raises(ValueError, match="is incomplete"):
+        open_dataset(leftover)
+
+
+@pytest.mark.parametrize(
+    "name, first_line, expected",
+    [
+        ("a.svm", b"", "libsvm"),
+        ("a.t.bz2", b"", "libsvm"),
+        ("a.CSV", b"", "csv"),
+        ("a.npy", b"", "npy"),
+        ("a.pq", b"", "parquet"),
+        ("train-images-idx3-ubyte.gz", b"", "idx"),
+        ("a.idx", b"", "idx"),
+        ("w8a", b"-1 3:1 11:1\n", "libsvm"),
+        ("table", b"a,b\n1,2\n", "csv"),
+    ],
+)
+def test_format_from_name_then_first_line(tmp_path, name, first_line, expected):
+    path = tmp_path / name
+    path.write_bytes(first_line)
+    assert _resolve_format(path, None) == expected
+    assert _resolve_format(path, "SVMLIGHT") == "libsvm"
+
+
+def test_format_refusals(tmp_path):
+    (tmp_path / "x.npy.gz").write_bytes(b"")
+    with pytest.raises(ValueError, match="compressed npy files are not supported"):
+        _resolve_format(tmp_path / "x.npy.gz", None)
+    (tmp_path / "blob").write_bytes(b"no idea\n")
+    with pytest.raises(ValueError, match=r"Cannot infer the format .*pass fmt= one of"):
+        _resolve_format(tmp_path / "blob", None)
+    with pytest.raises(ValueError, match="fmt must be one of"):
+        _resolve_format(tmp_path / "blob", "hdf5")
+    assert _FORMATS == ("libsvm", "csv", "npy", "parquet", "idx")
+
+
+def test_atomic_publish_swaps_in_or_leaves_nothing(tmp_path):
+    dest = tmp_path / "d"
+    with pytest.raises(KeyboardInterrupt):
+        with _atomic_publish(dest) as tmp:
+            tmp.mkdir()
+            (tmp / "half").write_text("written")
+            raise KeyboardInterrupt
+    assert no_siblings(dest)
+    for text in ("first", "second"):
+        with _atomic_publish(dest) as tmp:
+            tmp.mkdir()
+            (tmp / "f").write_text(text)
+        assert (dest / "f").read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]

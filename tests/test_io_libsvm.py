@@ -1,0 +1,86 @@
+"""Tests for dkrp.io.libsvm: LIBSVM round trips (dense and CSR), compression, bad lines."""
+
+from __future__ import annotations
+
+import bz2
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import no_siblings
+from sklearn.datasets import load_svmlight_file
+
+from dkrp.io import ingest, open_dataset
+
+W8A_SHA256 = "821765de2cbea06f54f2f06b1db12c946aec2f95aed74105d12556b11bc34526"
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_libsvm_round_trip(sparse_libsvm, tmp_path, sparse):
+    path, X, y = sparse_libsvm
+    # small parse_bytes: several parsing pieces whose boundaries do not match row blocks
+    ingest(path, tmp_path / "l.zarr", sparse=sparse, chunk_rows=50, parse_bytes=700)
+    ds = open_dataset(tmp_path / "l.zarr")
+    assert ds.is_sparse is sparse
+    assert ds.X.chunks == ((50, 50, 50, 50, 3), (40,))
+    assert ds.attrs["n_features"] == 40 and ds.attrs["nnz"] == X.nnz
+    if sparse:
+        assert isinstance(ds.X._meta, sp.csr_matrix)
+        block = ds.X.blocks[2].compute()
+        assert isinstance(block, sp.csr_matrix)
+        np.testing.assert_array_equal(block.toarray(), X[100:150].toarray())
+        got = ds.X.compute().toarray()
+    else:
+        got = ds.X.compute()
+    np.testing.assert_array_equal(got, X.toarray())
+    np.testing.assert_array_equal(ds.y.compute(), y)
+
+
+def test_libsvm_bz2_default_sparse(sparse_libsvm, tmp_path):
+    path, X, _ = sparse_libsvm
+    src = tmp_path / "data.svm.bz2"
+    src.write_bytes(bz2.compress(path.read_bytes()))
+    group = ingest(src, tmp_path / "b.zarr", n_features=45)
+    assert group.attrs["storage"] == "csr"  # density 0.05 < 0.1
+    assert group["X"].attrs["format"] == "csr"
+    ds = open_dataset(tmp_path / "b.zarr")
+    assert ds.X.shape == (203, 45)
+    np.testing.assert_array_equal(ds.X.compute().toarray()[:, :40], X.toarray())
+    assert not (tmp_path / "b.zarr" / "_decompressed_source.libsvm").exists()
+
+
+def test_w8a_real(shared_file, tmp_path):
+    src = shared_file("w8a/w8a.bz2")
+    group = ingest(src, tmp_path / "w8a.zarr", n_features=300)
+    assert group.attrs["source_sha256"] == W8A_SHA256
+    ds = open_dataset(tmp_path / "w8a.zarr")
+    assert ds.is_sparse
+    assert ds.X.shape == (49749, 300)
+    X = ds.X.compute()
+    assert X.nnz == 579586 and ds.attrs["nnz"] == 579586
+    X_ref, y_ref = load_svmlight_file(str(src), n_features=300)
+    assert abs(X - X_ref).max() == 0
+    np.testing.assert_array_equal(ds.y.compute(), y_ref)
+
+
+@pytest.mark.parametrize(
+    "bad_line, n_features, match",
+    [
+        (b"1 3:1 99:2", 40, r"line 151: feature index 99 is out of range for n_features=40"),
+        (b"1 3:1 x:2", None, r"line 151: malformed LIBSVM line"),
+        (b"1 3:abc", None, r"line 151: malformed LIBSVM line"),
+        (b"one 3:1", None, r"line 151: malformed LIBSVM line"),
+        (b"1 5:1 3:1", None, r"line 151: malformed LIBSVM line.*sorted"),
+        (b"1 3:nan", None, r"line 151: Input X contains NaN"),
+    ],
+)
+def test_libsvm_bad_line_names_file_and_line(tmp_path, bad_line, n_features, match):
+    lines = [f"{(-1) ** i} {1 + i % 30}:1 {31 + i % 9}:0.5".encode() for i in range(300)]
+    lines[150] = bad_line  # line 151 (1-based)
+    src = tmp_path / "bad.libsvm"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    dest = tmp_path / "bad.zarr"
+    with pytest.raises(ValueError, match=match) as info:
+        ingest(src, dest, n_features=n_features, parse_bytes=512)
+    assert str(src) in str(info.value)
+    assert no_siblings(dest)
