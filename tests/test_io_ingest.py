@@ -15,7 +15,7 @@ import pytest
 from conftest import no_siblings
 
 from dkrp.io import file_sha256, ingest, open_dataset
-from dkrp.io.ingest import _FORMATS, _atomic_publish, _resolve_format
+from dkrp.io.ingestion import _FORMATS, _atomic_publish, _resolve_format
 
 
 def test_file_sha256(tmp_path):

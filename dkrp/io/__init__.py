@@ -6,7 +6,7 @@ Everything downstream (featurizers, pipelines, the CLI) reads data through :func
 
 Modules
 -------
-:mod:`~dkrp.io.ingest`
+:mod:`~dkrp.io.ingestion`
     :func:`ingest`: format choice, the table of ingesters, atomic publishing.
 :mod:`~dkrp.io.dataset_store`
     The store layout, the CSR block codec, :class:`Dataset` and :func:`open_dataset`.
@@ -28,7 +28,7 @@ from .dataset_store import (  # noqa: F401
     Dataset,
     open_dataset,
 )
-from .ingest import ingest
+from .ingestion import ingest
 from .tabular import from_parquet
 
 __all__ = [

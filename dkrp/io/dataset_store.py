@@ -38,7 +38,7 @@ Group attributes: ``dkrp_format``, ``format_version``, ``complete``, ``n_samples
 only), ``has_labels``, ``label_dtype``, ``source`` (absolute path), ``source_format``,
 ``source_bytes``, ``source_sha256`` and ``ingest`` (the parameters as requested).
 
-A store is published only once it is whole (see :mod:`dkrp.io.ingest`): the ``complete``
+A store is published only once it is whole (see :mod:`dkrp.io.ingestion`): the ``complete``
 attribute is written ``false`` first and ``true`` last, and every chunk is written even when it
 is all zeros (``write_empty_chunks=True``), so :func:`open_dataset` can detect deleted chunk
 files instead of silently reading fill values.
