@@ -89,7 +89,9 @@ def check_finite_rows(X, *, name="X", row_offset=0, partition=None):
 def check_integer(name, value, *, minimum=None, maximum=None):
     """Check that ``value`` is an integer (not bool) within bounds; return it as int."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}.")
+        raise ValueError(
+            f"{name} must be an integer, got {value!r} of type {type(value).__name__}."
+        )
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}.")

@@ -1,13 +1,13 @@
 r"""Exact kernels, named the same way everywhere in dkrp.
 
-==========================  ==========================================  ===============
-name                        :math:`K(x, y)`                             parameters
-==========================  ==========================================  ===============
-``"homogeneous_polynomial"``  :math:`\langle x, y\rangle^g`               ``degree``
-``"polynomial"``            :math:`(\gamma\langle x, y\rangle + c_0)^g`   ``degree``, ``gamma``, ``coef0``
-``"gaussian"``              :math:`\exp(-\gamma\|x - y\|_2^2)`            ``gamma``
-``"laplacian"``             :math:`\exp(-\gamma\|x - y\|_1)`              ``gamma``
-==========================  ==========================================  ===============
+============================  ============================================  =====================
+name                          :math:`K(x, y)`                               parameters
+============================  ============================================  =====================
+``"homogeneous_polynomial"``  :math:`\langle x, y\rangle^g`                 ``degree``
+``"polynomial"``              :math:`(\gamma\langle x, y\rangle + c_0)^g`   degree, gamma, coef0
+``"gaussian"``                :math:`\exp(-\gamma\|x - y\|_2^2)`            ``gamma``
+``"laplacian"``               :math:`\exp(-\gamma\|x - y\|_1)`              ``gamma``
+============================  ============================================  =====================
 
 Gram matrices are computed in row blocks so large inputs need bounded memory.
 """
@@ -87,6 +87,10 @@ def scale_gamma(X, kernel="gaussian") -> float:
     return 1.0 / (n_features * spread) if spread > 0 else 1.0
 
 
+def _as_float64(X):
+    return X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+
+
 def check_kernel_params(kernel, n_features=None, **params):
     """Validate a kernel name and its parameters; return the resolved parameters.
 
@@ -120,7 +124,8 @@ def _block(X, Y, kernel, p):
         G = G.toarray() if sp.issparse(G) else np.asarray(G)
         return G ** p["degree"]
     if kernel == "polynomial":
-        return pairwise.polynomial_kernel(X, Y, degree=p["degree"], gamma=p["gamma"], coef0=p["coef0"])
+        return pairwise.polynomial_kernel(X, Y, degree=p["degree"], gamma=p["gamma"],
+                                          coef0=p["coef0"])
     if kernel == "gaussian":
         return pairwise.rbf_kernel(X, Y, gamma=p["gamma"])
     return pairwise.laplacian_kernel(X, Y, gamma=p["gamma"])
@@ -152,10 +157,12 @@ def kernel_matrix(X, Y=None, *, kernel="homogeneous_polynomial", block_size=2048
     array([[25.,  4.],
            [ 4.,  1.]])
     """
-    X = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    Y = X if Y is None else (Y.astype(np.float64) if sp.issparse(Y) else np.asarray(Y, dtype=np.float64))
+    X = _as_float64(X)
+    Y = X if Y is None else _as_float64(Y)
     if X.shape[1] != Y.shape[1]:
-        raise ValueError(f"X and Y must have the same number of features. {X.shape[1]} != {Y.shape[1]}")
+        raise ValueError(
+            f"X and Y must have the same number of features. {X.shape[1]} != {Y.shape[1]}"
+        )
     p = check_kernel_params(kernel, X.shape[1], **params)
     out = np.empty((X.shape[0], Y.shape[0]))
     for start in range(0, X.shape[0], block_size):
@@ -169,7 +176,10 @@ def kernel_diagonal(X, *, kernel="homogeneous_polynomial", **params):
     p = check_kernel_params(kernel, X.shape[1], **params)
     if kernel in ("gaussian", "laplacian"):
         return np.ones(X.shape[0])
-    sq = np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    if sp.issparse(X):
+        sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    else:
+        sq = np.einsum("ij,ij->i", X, X)
     if kernel == "homogeneous_polynomial":
         return sq ** p["degree"]
     return (p["gamma"] * sq + p["coef0"]) ** p["degree"]

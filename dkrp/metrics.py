@@ -51,7 +51,9 @@ class KernelApproximationResult:
 
 
 def _as_dense64(Z):
-    return Z.toarray().astype(np.float64) if hasattr(Z, "toarray") else np.asarray(Z, dtype=np.float64)
+    if hasattr(Z, "toarray"):
+        return Z.toarray().astype(np.float64)
+    return np.asarray(Z, dtype=np.float64)
 
 
 def distance_distortion(X, Z, kernel="homogeneous_polynomial", *, zero_tol=1e-12, **params):

@@ -20,9 +20,6 @@ from dkrp.io import read_idx
 from dkrp.kernels import kernel_matrix
 from dkrp.metrics import distance_distortion
 
-
-
-
 SKLEARN_KERNELS = {
     # dkrp kernel, params -> scikit-learn kernel name and params
     "homogeneous_polynomial": ({"degree": 3}, "poly", {"degree": 3, "gamma": 1.0,

@@ -17,8 +17,6 @@ from dkrp.features.tensorsketch import TensorSketch
 from dkrp.testing import assert_unbiased
 
 
-
-
 def exact_kernel(kernel, X, Y, *, degree=2, gamma=1.0, coef0=1.0):
     G = X @ Y.T
     if kernel == "homogeneous_polynomial":

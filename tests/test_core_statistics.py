@@ -13,7 +13,6 @@ import pytest
 import dkrp
 from dkrp.kernels import kernel_diagonal, kernel_matrix
 from dkrp.metrics import kernel_approximation_error
-
 from dkrp.testing import assert_unbiased as _assert_unbiased
 from dkrp.testing import estimates_over_seeds
 

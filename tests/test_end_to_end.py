@@ -8,14 +8,13 @@ no-op.
 
 import numpy as np
 import pytest
+from conftest import require_data
 from distributed import Client
 
 import dkrp
 from dkrp.feature_store import open_features, write_features
 from dkrp.io import ingest, open_dataset
 from dkrp.parallel import start_local_cluster
-
-from conftest import require_data
 
 pytestmark = [pytest.mark.cluster, pytest.mark.data]
 
@@ -54,7 +53,8 @@ def test_covertype_csv_to_features_on_the_cluster(tmp_path, client):
            chunk_rows=4000)
     ds = open_dataset(tmp_path / "cov.zarr")
     assert ds.X.shape == (15120, 54)
-    rff = dkrp.RandomFourierFeatures(gamma=1e-6, n_components=256, random_state=1).fit_n_features(54)
+    rff = dkrp.RandomFourierFeatures(gamma=1e-6, n_components=256, random_state=1)
+    rff.fit_n_features(54)
     write_features(ds.X, rff, tmp_path / "f.zarr", client=client, progress=False,
                    source=str(tmp_path / "cov.zarr"))
     Z = open_features(tmp_path / "f.zarr").Z.compute()

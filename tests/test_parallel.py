@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import os
 
-import dask
 import dask.array as da
 import numpy as np
 import pytest

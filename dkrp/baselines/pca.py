@@ -16,8 +16,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_integer
-from .._validation import is_dask_collection
+from .._validation import check_integer, is_dask_collection
 from ..base import BaseProjector
 
 logger = logging.getLogger(__name__)

@@ -84,5 +84,6 @@ def gather_products(projections, indices, degree, scale, out, out_row0=0):
     out_row0 : int
         First row of ``out`` to fill.
     """
-    _gather_products(projections, indices, np.int64(degree), np.float64(scale), out, np.int64(out_row0))
+    _gather_products(projections, indices, np.int64(degree), np.float64(scale), out,
+                     np.int64(out_row0))
     return out

@@ -167,7 +167,8 @@ def structured_signs(seed: int, n_rows: int, n_features: int) -> np.ndarray:
     n_blocks = -(-int(n_rows) // D)
     out = np.empty((n_blocks, 3, D), dtype=np.int8)
     for b in range(n_blocks):
-        bits = block_generator(seed, "pool-structured", b).integers(0, 2, size=(3, D), dtype=np.int8)
+        rng = block_generator(seed, "pool-structured", b)
+        bits = rng.integers(0, 2, size=(3, D), dtype=np.int8)
         out[b] = 1 - 2 * bits
     return out
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._random import draw_rows
 from .._threading import run_row_blocks
 from .._validation import check_choice, check_integer, check_real
-from ..kernels import SHIFT_INVARIANT_KERNELS, scale_gamma
 from ..base import BaseProjector
+from ..kernels import SHIFT_INVARIANT_KERNELS, scale_gamma
 from ._pools import (
     FOURIER_POOLS,
     orthogonal_pool,
@@ -200,7 +199,8 @@ class RandomFourierFeatures(BaseProjector):
         if self.pool == "iid":
             self.random_weights_ = draw_rows(self.seed_, "frequencies", m, sample)
         elif self.pool == "orthogonal":
-            self.random_weights_ = math.sqrt(2.0 * gamma) * orthogonal_pool(self.seed_, m, n_features)
+            pool = orthogonal_pool(self.seed_, m, n_features)
+            self.random_weights_ = math.sqrt(2.0 * gamma) * pool
         else:
             self.pool_signs_ = structured_signs(self.seed_, m, n_features)
             self.uses_fwht_ = use_fwht(n_features, m)

@@ -18,9 +18,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._random import BLOCK_SIZE, draw_block, draw_rows
+from .._threading import run_row_blocks
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
-from .._threading import run_row_blocks
 from ._gather import gather_products
 from ._pools import (
     INDEX_DESIGNS,
