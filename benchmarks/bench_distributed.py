@@ -350,7 +350,7 @@ def streaming_text(r, args):
         f"{max(r['disk_delta'], 0) / 1e6:.0f} MB (worker dirs {r['local_dir_bytes'] / 1e6:.1f} MB)"
         f" | {r['accuracy']:.3f} |",
         "",
-        f"- Peak RSS per worker: "
+        "- Peak RSS per worker: "
         + ", ".join(f"{v / GiB:.2f} GiB (idle {r['base'].get(a, 0) / GiB:.2f})"
                     for a, v in sorted(r["peak_all"].items()))
         + ".",

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -125,6 +125,18 @@ def _parse(spec) -> dict:
     return spec
 
 
+def _check_redundant_fields(spec, est, seed):
+    """Refuse a spec whose copies of one value disagree (a hand edit, say)."""
+    random_state = spec["params"].get("random_state", seed)
+    if random_state != seed:
+        raise SpecError(
+            f"This {spec['class']} spec disagrees with itself: params.random_state is "
+            f"{random_state!r} but seed is {seed}. The spec was edited or corrupted; to use "
+            "another seed, fit a new projector (e.g. dkrp featurize --seed N) instead of "
+            "editing a spec."
+        )
+
+
 def rebuild(spec, *, verify=True):
     """Rebuild the fitted projector a spec describes.
 
@@ -151,12 +163,26 @@ def rebuild(spec, *, verify=True):
     if name not in _REGISTRY:
         raise SpecError(f"Unknown projector class {name!r}; known: {sorted(_REGISTRY)}.")
     cls = _REGISTRY[name]
-    est = cls(**spec["params"])
-    n_features = int(spec["n_features_in"])
+    try:
+        est = cls(**spec["params"])
+        n_features = int(spec["n_features_in"])
+        seed = int(spec["seed"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpecError(f"Malformed {name} spec: {type(exc).__name__}: {exc}.") from exc
+    _check_redundant_fields(spec, est, seed)
     est.n_features_in_ = n_features
     est._resolve_params(n_features)
-    est.seed_ = int(spec["seed"])
-    est._set_fitted_extras(spec.get("fitted") or {})
+    est.seed_ = seed
+    fitted = spec.get("fitted") or {}
+    for key, value in est._fitted_values_from_params().items():
+        if key in fitted and fitted[key] != value:
+            raise SpecError(
+                f"This {name} spec disagrees with itself: its parameters give {key}={value!r} "
+                f"but its fitted values say {fitted[key]!r}. The spec was edited or "
+                "corrupted: refit the projector (or restore the saved file) instead of "
+                "editing it."
+            )
+    est._set_fitted_extras(fitted)
     if cls.data_dependent:
         arrays = spec.get("arrays")
         if not arrays:
@@ -168,6 +194,14 @@ def rebuild(spec, *, verify=True):
     est.spec_checksum_ = checksum
     if verify and checksum != spec.get("checksum"):
         versions = spec.get("versions", {})
+        if versions.get("numpy") == np.__version__ and versions.get("dkrp") == _dkrp_version():
+            raise SpecError(
+                f"The {name} rebuilt from this spec does not match its checksum "
+                f"(spec {str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…), with the "
+                f"same numpy ({np.__version__}) and dkrp ({_dkrp_version()}) that wrote it: "
+                "the spec was edited or corrupted. Restore it from where it came from (a "
+                "feature store keeps its spec: dkrp info --spec STORE) or refit."
+            )
         raise SpecError(
             f"The {name} rebuilt from this spec does not match its checksum "
             f"(spec {str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…). The spec was "

@@ -120,6 +120,15 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         """The :attr:`fitted_values` as a JSON-able dict, for the spec."""
         return {name: getattr(self, name) for name in self.fitted_values}
 
+    def _fitted_values_from_params(self) -> dict:
+        """The :attr:`fitted_values` that follow from the parameters alone.
+
+        A rebuild refuses a spec whose recorded fitted values disagree with these
+        (e.g. ``params.gamma`` edited while ``fitted.gamma_`` still holds the old
+        width). Values learnt from data (``gamma="scale"``) are absent.
+        """
+        return {}
+
     def _set_fitted_extras(self, extras: dict):
         for key, value in extras.items():
             setattr(self, key, value)

@@ -165,6 +165,9 @@ class RandomFourierFeatures(BaseProjector):
         else:
             check_real("gamma", self.gamma, minimum=0.0, include_min=False)
 
+    def _fitted_values_from_params(self):
+        return {} if isinstance(self.gamma, str) else {"gamma_": float(self.gamma)}
+
     def _resolve_gamma(self, X):
         if not isinstance(self.gamma, str):
             return float(self.gamma)

@@ -1,0 +1,78 @@
+"""A hand-edited or corrupted spec is refused, never silently half-applied (issue 10, case 5)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import dkrp
+from dkrp import SpecError
+
+
+@pytest.fixture
+def X():
+    return np.random.default_rng(0).standard_normal((20, 5))
+
+
+def _edited(spec, path, value):
+    spec = json.loads(json.dumps(spec))
+    node = spec
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return spec
+
+
+def test_edited_random_state_is_refused(X):
+    spec = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=16,
+                                           random_state=3).fit(X).to_spec()
+    with pytest.raises(SpecError, match=r"params.random_state is 4 but seed is 3.*edited"):
+        dkrp.from_spec(_edited(spec, ("params", "random_state"), 4))
+
+
+def test_edited_gamma_is_refused(X):
+    spec = dkrp.RandomFourierFeatures(n_components=8, gamma=0.5, random_state=0).fit(X).to_spec()
+    with pytest.raises(SpecError, match=r"gamma_=2.0 but its fitted values say 0.5"):
+        dkrp.from_spec(_edited(spec, ("params", "gamma"), 2.0))
+    # the fitted value alone edited: its hyperplanes no longer match the checksum
+    with pytest.raises(SpecError, match="disagrees with itself|edited or corrupted"):
+        dkrp.from_spec(_edited(spec, ("fitted", "gamma_"), 2.0))
+
+
+def test_gamma_scale_spec_keeps_its_learnt_width(X):
+    rff = dkrp.RandomFourierFeatures(n_components=8, gamma="scale", random_state=0).fit(X)
+    same = dkrp.from_spec(rff.to_spec())
+    assert same.gamma_ == rff.gamma_
+    assert same.transform(X).tobytes() == rff.transform(X).tobytes()
+
+
+def test_checksum_mismatch_with_same_versions_blames_the_spec(X):
+    spec = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=16,
+                                           random_state=3).fit(X).to_spec()
+    edited = _edited(spec, ("params", "n_hyperplanes"), 17)
+    with pytest.raises(SpecError, match="edited or corrupted") as info:
+        dkrp.from_spec(edited)
+    assert "Pin the same" not in str(info.value)
+    # another numpy version recorded: the message points at versions instead
+    other = _edited(edited, ("versions", "numpy"), "0.0.0")
+    with pytest.raises(SpecError, match="Pin the same"):
+        dkrp.from_spec(other)
+
+
+@pytest.mark.parametrize("path, value", [(("params",), {"no_such": 1}),
+                                         (("seed",), "x"), (("n_features_in",), None)])
+def test_malformed_fields_give_spec_errors(X, path, value):
+    spec = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=16,
+                                           random_state=3).fit(X).to_spec()
+    with pytest.raises(SpecError, match="Malformed"):
+        dkrp.from_spec(_edited(spec, path, value))
+
+
+def test_edited_saved_file_is_refused(tmp_path, X):
+    est = dkrp.RandomFourierFeatures(n_components=8, gamma=0.5, random_state=0).fit(X)
+    path = est.save(tmp_path / "rff.json")
+    spec = json.loads(path.read_text())
+    spec["params"]["gamma"] = 1.5
+    path.write_text(json.dumps(spec))
+    with pytest.raises(SpecError, match="edited or corrupted"):
+        dkrp.load(path)
