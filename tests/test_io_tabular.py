@@ -77,9 +77,62 @@ def test_csv_column_errors(tmp_path):
     available = r"available columns: \['Id', 'a', 'kind', 'label'\]"
     with pytest.raises(ValueError, match=r"label column 'Cover' not found; " + available):
         ingest(src, tmp_path / "c1.zarr", label_column="Cover")
-    with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['kind'\]"):
+    with pytest.raises(ValueError, match=r"column 'kind': 'x' is not a number"):
         ingest(src, tmp_path / "c2.zarr", label_column="label", drop_columns=["Id"])
     with pytest.raises(ValueError, match="sparse=True is only supported for LIBSVM"):
         ingest(src, tmp_path / "c3.zarr", sparse=True)
     ingest(src, tmp_path / "c4.zarr", label_column="label", drop_columns=["Id", "kind"])
     assert open_dataset(tmp_path / "c4.zarr").X.compute().tolist() == [[0.5], [1.5]]
+
+
+# -- malformed CSV files are refused, naming the line (issue 10, case 3) ---------------------
+
+_HEADER = "Id,a,b,label\n"
+
+
+@pytest.mark.parametrize("name, body, match", [
+    ("short", "1,0.5,0.25,1\n2,0.1,3\n3,1,2,0\n", r"line 3: 3 fields but the header has 4"),
+    ("long", "1,0.5,0.25,1\n2,0.1,3,1,9\n", r"line 3: 5 fields but the header has 4"),
+    ("joined", "1,0.5,0.25,12,0.1,3,1\n", r"line 2: 7 fields .*joined"),
+    ("last-line-short", "1,0.5,0.25,1\n2,0.1,3", r"line 3: 3 fields"),
+])
+def test_ragged_csv_rows_are_refused_with_line_and_counts(tmp_path, name, body, match):
+    src = tmp_path / f"{name}.csv"
+    src.write_text(_HEADER + body)
+    with pytest.raises(ValueError, match=match):
+        ingest(src, tmp_path / "out.zarr", label_column="label", drop_columns=["Id"])
+    assert not (tmp_path / "out.zarr").exists()
+
+
+def test_short_row_used_to_shift_the_label(tmp_path):
+    """The case from the issue: dropping the last column made a short row's label its Id."""
+    src = tmp_path / "shift.csv"
+    src.write_text("label,a,b,Id\n1,0.5,0.25,10\n0,0.1,20\n")
+    with pytest.raises(ValueError, match=r"line 3: 3 fields"):
+        ingest(src, tmp_path / "out.zarr", label_column="label", drop_columns=["Id"])
+
+
+def test_non_numeric_cell_names_line_column_and_value(tmp_path):
+    src = tmp_path / "cell.csv"
+    src.write_text(_HEADER + "1,0.5,0.25,1\n2,0.1,oops,1\n")
+    with pytest.raises(ValueError, match=r"line 3 \(data row 1\), column 'b': 'oops' is not"):
+        ingest(src, tmp_path / "out.zarr", label_column="label", drop_columns=["Id"])
+
+
+@pytest.mark.parametrize("text, match", [("", "is empty"),
+                                         (_HEADER, "header but no data rows")])
+def test_empty_and_header_only_csv_are_refused(tmp_path, text, match):
+    src = tmp_path / "e.csv"
+    src.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        ingest(src, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr").exists()
+
+
+def test_quoted_fields_and_blank_lines_are_fine(tmp_path):
+    src = tmp_path / "q.csv"
+    src.write_text(_HEADER + '1,"0.5",0.25,1\n\n2,0.1,3,0\r\n')
+    ingest(src, tmp_path / "out.zarr", label_column="label", drop_columns=["Id"])
+    ds = open_dataset(tmp_path / "out.zarr")
+    np.testing.assert_array_equal(ds.X.compute(), [[0.5, 0.25], [0.1, 3.0]])
+    assert ds.y.compute().tolist() == [1, 0]

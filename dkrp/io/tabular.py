@@ -15,7 +15,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from ._common import _array_from_blocks, _check_finite_block
+from ._common import _array_from_blocks, _check_finite_block, _open_maybe_compressed
 from .dataset_store import (
     _check_chunk_rows,
     _create_dense,
@@ -27,6 +27,87 @@ from .dataset_store import (
 
 _CSV_SUFFIXES = {".csv"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}
+_SCAN_BYTES = 32 * 2**20
+
+
+def _check_csv_fields(source) -> None:
+    """Refuse a CSV whose data lines do not all have the header's number of fields.
+
+    pandas fills a short row with NaN and shifts nothing it can detect, so a row with
+    a missing field would silently move values between columns. One streaming pass
+    counts the delimiters of every line (numpy over 32 MiB blocks; Python's ``csv``
+    module for blocks with quotes, where a comma may sit inside a field). Blank lines
+    are skipped, as pandas does.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the 1-based line and both field counts; an empty file or a
+        header without data rows is refused too.
+    """
+    import csv
+    import io
+
+    line_no = 0  # lines finished so far
+    data_lines = 0
+    carry = b""
+    with _open_maybe_compressed(Path(source)) as handle:
+        while True:
+            block = handle.read(_SCAN_BYTES)
+            buf = carry + block
+            if not block:
+                if not buf.strip():
+                    break
+                buf += b"\n"  # a last line without newline
+            cut = buf.rfind(b"\n") + 1
+            carry, buf = buf[cut:], buf[:cut]
+            if not buf:
+                continue
+            if b'"' in buf:
+                rows = csv.reader(io.StringIO(buf.decode("utf-8", errors="replace")))
+                counts = np.array([len(r) if r else 0 for r in rows], dtype=np.int64)
+                blank = counts == 0
+            else:
+                arr = np.frombuffer(buf, dtype=np.uint8)
+                ends = np.flatnonzero(arr == 10)
+                commas = np.flatnonzero(arr == 44)
+                counts = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+                starts = np.concatenate([[0], ends[:-1] + 1])
+                length = ends - starts - (arr[np.maximum(ends - 1, 0)] == 13)
+                blank = (counts == 1) & (length <= 0)
+            lines = np.arange(line_no + 1, line_no + 1 + len(counts))
+            if line_no == 0:  # the header line
+                n_fields = int(counts[0])
+                counts, blank, lines = counts[1:], blank[1:], lines[1:]
+            bad = np.flatnonzero((counts != n_fields) & ~blank)
+            if bad.size:
+                i = int(bad[0])
+                kind = "too few" if counts[i] < n_fields else "too many"
+                hint = (" (two rows joined on one line?)" if counts[i] >= 2 * n_fields - 1
+                        else " (a missing field?)" if counts[i] < n_fields else "")
+                raise ValueError(
+                    f"{source}, line {int(lines[i])}: {int(counts[i])} fields but the header "
+                    f"has {n_fields} ({kind}){hint}. Every row must have the header's fields; "
+                    "fix or remove that line and ingest again."
+                )
+            data_lines += int((~blank).sum())
+            line_no += len(counts) + (1 if line_no == 0 else 0)
+            if not block:
+                break
+    if line_no == 0:
+        raise ValueError(f"{source} is empty: a CSV needs a header line and data rows.")
+    if data_lines == 0:
+        raise ValueError(f"{source} has a header but no data rows: nothing to ingest.")
+
+
+def _first_non_numeric(pd, frame, column):
+    """(row position, value) of the first cell of ``column`` that is not a number."""
+    values = frame[column]
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = numeric.isna() & values.notna()
+    i = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+    return i, values.iloc[i]
+
 
 def _import_pandas():
     try:
@@ -60,6 +141,7 @@ def _select_columns(source, columns, label_column, drop_columns, n_features):
 
 def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns):
     pd = _import_pandas()
+    _check_csv_fields(source)
     header = pd.read_csv(source, nrows=0).columns
     features = _select_columns(source, header, label_column, drop_columns, n_features)
     n_features = len(features)
@@ -77,9 +159,11 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
                 continue
             bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
             if bad:
+                i, value = _first_non_numeric(pd, frame, bad[0])
                 raise ValueError(
-                    f"{source}: non-numeric column(s) {bad} (first seen in data rows "
-                    f"{row0}..{row0 + len(frame) - 1}); drop them with drop_columns="
+                    f"{source}, line {row0 + i + 2} (data row {row0 + i}), column {bad[0]!r}: "
+                    f"{value!r} is not a number. Fix the value, or leave the column out with "
+                    f"drop_columns=[{bad[0]!r}]."
                 )
             values = frame[features].to_numpy(dtype=dtype)
             labels = None
