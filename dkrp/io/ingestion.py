@@ -19,12 +19,15 @@ deleted chunk files instead of silently reading fill values.
 from __future__ import annotations
 
 import contextlib
+import gzip
+import lzma
 import logging
 import os
 import re
 import shutil
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +36,7 @@ import numpy as np
 import zarr
 
 from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
-from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy
+from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
 from .dataset_store import (
     DATASET_FORMAT,
     FORMAT_VERSION,
@@ -199,6 +202,17 @@ def _atomic_publish(dest: Path):
 # --------------------------------------------------------------------------------------------
 # ingest
 
+#: What a truncated or corrupt .gz/.bz2/.xz file raises while it is read.
+_DECOMPRESSION_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
+
+
+def _default_dtype(source: Path, fmt: str) -> str:
+    """float32 for a float32 ``.npy`` file (keep its bytes), else float64."""
+    if fmt == "npy":
+        if _open_npy(source).dtype == np.float32:
+            return "float32"
+    return "float64"
+
 
 def ingest(
     source,
@@ -209,7 +223,7 @@ def ingest(
     drop_columns: Sequence[str] = (),
     n_features: int | None = None,
     chunk_rows: int | None = None,
-    dtype="float64",
+    dtype=None,
     sparse: bool | None = None,
     overwrite: bool = False,
     zero_based: bool | str = "auto",
@@ -242,8 +256,9 @@ def ingest(
         other formats it is checked against the data.
     chunk_rows : int, optional
         Rows per chunk (= per row block). By default one chunk holds about 64 MiB.
-    dtype : str or numpy.dtype, default="float64"
-        Floating dtype of the stored values.
+    dtype : {None, "float32", "float64"}, default=None
+        Floating dtype of the stored values. None keeps a ``.npy`` file's float32 as
+        float32 (half the bytes of float64) and stores everything else as float64.
     sparse : bool, optional
         Store ``X`` as CSR blocks. Default: True for LIBSVM input with density below 0.1,
         False otherwise. Only LIBSVM input can be stored sparse.
@@ -304,7 +319,7 @@ def ingest(
     if not source.is_file():
         raise ValueError(f"Input {source} is not a regular file")
     fmt = _resolve_format(source, fmt)
-    dtype = np.dtype(dtype)
+    dtype = np.dtype(_default_dtype(source, fmt) if dtype is None else dtype)
     if dtype.kind != "f":
         raise ValueError(f"dtype must be a floating dtype (float32 or float64), got {dtype}")
     chunk_rows = _check_chunk_rows(chunk_rows)
@@ -360,11 +375,18 @@ def ingest(
                 "ingest": params,
             }
         )
-        info = spec.ingest(
-            source, tmp, group, n_features=params["n_features"], chunk_rows=chunk_rows,
-            dtype=dtype, **{name: options[name] for name in spec.options},
-        )
-        info["source_sha256"] = file_sha256(source)
+        try:
+            info = spec.ingest(
+                source, tmp, group, n_features=params["n_features"], chunk_rows=chunk_rows,
+                dtype=dtype, **{name: options[name] for name in spec.options},
+            )
+            info["source_sha256"] = file_sha256(source)
+        except _DECOMPRESSION_ERRORS as exc:
+            raise ValueError(
+                f"{source} is truncated or corrupt: reading it failed with "
+                f"{type(exc).__name__}: {exc}. Check it against its published checksum "
+                "(sha256sum) or fetch it again."
+            ) from exc
         group.attrs.update(info)
         group.attrs["complete"] = True  # last write: the store is whole
     logger.info(
