@@ -318,7 +318,7 @@ def _info_lines(path: Path):
     kind = attrs.get("dkrp_format")
     complete = "complete" if attrs.get("complete") is True else "INCOMPLETE"
     if kind == "features":
-        from .feature_store import _done_chunks
+        from .feature_store.format import _done_chunks
 
         n_chunks = int(attrs.get("n_chunks", 0))
         done = int(_done_chunks(path, n_chunks).sum())
