@@ -309,6 +309,51 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     )
 
 
+def _dataset_description(path: Path, attrs: dict) -> dict:
+    """The summary of a dataset store, shaped like :meth:`FeatureSet.describe`'s.
+
+    The keys a ``Dataset.describe()`` in :mod:`dkrp.io` would return; ``info`` takes
+    it from there once the dataset store has one.
+    """
+    return {
+        "format": "dataset",
+        "path": str(path),
+        "shape": (attrs.get("n_samples"), attrs.get("n_features")),
+        "dtype": attrs.get("dtype"),
+        "storage": attrs.get("storage"),
+        "chunk_rows": attrs.get("chunk_rows"),
+        "complete": attrs.get("complete") is True,
+        "has_labels": attrs.get("has_labels"),
+        "label_dtype": attrs.get("label_dtype"),
+        "source": attrs.get("source"),
+        "source_format": attrs.get("source_format"),
+        "source_sha256": attrs.get("source_sha256"),
+        "ingest": attrs.get("ingest"),
+    }
+
+
+def _describe_lines(d: dict):
+    """The lines ``dkrp info`` prints for a store's ``describe()`` summary."""
+    complete = "complete" if d["complete"] else "INCOMPLETE"
+    n, k = d["shape"]
+    if d["format"] == "features":
+        yield f"feature store {d['path']}"
+        yield (f"  shape ({n}, {k}) {d['dtype']}, chunk_rows {d['chunk_rows']}, {complete} "
+               f"({d['chunks_done']}/{d['n_chunks']} chunks done)")
+        params = json.dumps(d["params"], sort_keys=True)
+        yield f"  projector {d['projector']} seed {d['seed']} params {params}"
+        yield f"  checksum {d['checksum']}"
+        yield f"  input {json.dumps(d['input'], sort_keys=True)}"
+        yield f"  manifest {json.dumps(d['manifest'], sort_keys=True)}"
+    else:
+        yield f"dataset store {d['path']}"
+        yield (f"  shape ({n}, {k}) {d['dtype']} {d['storage']}, chunk_rows {d['chunk_rows']}, "
+               f"{complete}")
+        yield f"  labels {d['has_labels']} ({d['label_dtype']})"
+        yield f"  source {d['source']} ({d['source_format']}, sha256 {d['source_sha256']})"
+        yield f"  ingest {json.dumps(d['ingest'], sort_keys=True, default=str)}"
+
+
 def _info_lines(path: Path):
     import zarr
 
@@ -316,30 +361,13 @@ def _info_lines(path: Path):
         raise click.ClickException(f"{path} is not a Zarr store (no zarr.json).")
     attrs = dict(zarr.open_group(str(path), mode="r").attrs)
     kind = attrs.get("dkrp_format")
-    complete = "complete" if attrs.get("complete") is True else "INCOMPLETE"
     if kind == "features":
-        from .feature_store.format import _done_chunks
+        from .feature_store import open_features
 
-        n_chunks = int(attrs.get("n_chunks", 0))
-        done = int(_done_chunks(path, n_chunks).sum())
-        spec = attrs.get("spec", {})
-        yield f"feature store {path}"
-        yield (f"  shape ({attrs['n_samples']}, {attrs['n_components']}) {attrs['dtype']}, "
-               f"chunk_rows {attrs['chunk_rows']}, {complete} ({done}/{n_chunks} chunks done)")
-        params = json.dumps(spec.get("params"), sort_keys=True)
-        yield f"  projector {spec.get('class')} seed {spec.get('seed')} params {params}"
-        yield f"  checksum {spec.get('checksum')}"
-        yield f"  input {json.dumps(attrs.get('input'), sort_keys=True)}"
-        yield f"  manifest {json.dumps(attrs.get('manifest'), sort_keys=True)}"
+        with _as_click_errors():
+            yield from _describe_lines(open_features(path, allow_incomplete=True).describe())
     elif kind == "dataset":
-        yield f"dataset store {path}"
-        yield (f"  shape ({attrs.get('n_samples')}, {attrs.get('n_features')}) "
-               f"{attrs.get('dtype')} "
-               f"{attrs.get('storage')}, chunk_rows {attrs.get('chunk_rows')}, {complete}")
-        yield f"  labels {attrs.get('has_labels')} ({attrs.get('label_dtype')})"
-        yield (f"  source {attrs.get('source')} ({attrs.get('source_format')}, "
-               f"sha256 {attrs.get('source_sha256')})")
-        yield f"  ingest {json.dumps(attrs.get('ingest'), sort_keys=True, default=str)}"
+        yield from _describe_lines(_dataset_description(path, attrs))
     else:
         yield f"Zarr group {path} (not made by dkrp)"
         yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
