@@ -48,21 +48,17 @@ def main(argv=None):
 
     from distributed import Client
 
-    from dkrp import PolynomialRandomProjection
-    from dkrp.feature_store import write_features
-    from dkrp.io import open_dataset
-    from dkrp.parallel import check_workers
+    from dkrp import PolynomialRandomProjection, featurize_to_store
 
     with make_cluster(args.jobs, args.queue, args.account, args.walltime) as cluster, \
             Client(cluster) as client:
         assert cluster.scheduler_address.startswith("tls://")
         client.wait_for_workers(1)
-        ds = open_dataset(args.dataset)
-        krp = PolynomialRandomProjection(n_components=args.n_components,
-                                         random_state=args.seed).fit(ds.X)
-        check_workers(client, krp)   # same hyperplanes everywhere, or stop here
-        print(write_features(ds.X, krp, args.output, client=client,
-                             source={"path": str(ds.path), **ds.attrs}))
+        krp = PolynomialRandomProjection(n_components=args.n_components, random_state=args.seed)
+        # opens the dataset, fits, checks every worker regenerates the same hyperplanes
+        # (or stops), then writes the resumable feature store
+        result = featurize_to_store(args.dataset, args.output, krp, client=client)
+        print(result.summary)
 
 
 if __name__ == "__main__":

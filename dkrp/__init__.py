@@ -18,6 +18,7 @@ from .features import (  # noqa: E402
     RandomMaclaurin,
     TensorSketch,
 )
+from .jobs import featurize_to_store  # noqa: E402
 
 __all__ = [
     "BaseProjector",
@@ -30,6 +31,7 @@ __all__ = [
     "RandomFourierFeatures",
     "RandomMaclaurin",
     "TensorSketch",
+    "featurize_to_store",
     "SpecError",
     "from_spec",
     "load",

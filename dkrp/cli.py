@@ -179,29 +179,6 @@ def _parse_float_or(name, value, word):
         raise click.BadParameter(f"must be a number or {word!r}, got {value!r}", param_hint=name)
 
 
-def _open_input(path):
-    """A dask array (and its provenance) from a dataset store, ``.npy`` or Parquet file."""
-    from . import io
-
-    path = Path(path)
-    if not path.exists():
-        raise click.ClickException(f"Input {path} does not exist.")
-    if path.is_dir():
-        ds = io.open_dataset(path)
-        return ds.X, {"path": str(ds.path), **ds.attrs}
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return io.from_npy(path), {"path": str(path.absolute()),
-                                   "sha256": io.file_sha256(path)}
-    if suffix in (".parquet", ".pq"):
-        return io.from_parquet(path), {"path": str(path.absolute()),
-                                       "sha256": io.file_sha256(path)}
-    raise click.ClickException(
-        f"{path} is not a dataset store, .npy or Parquet file. Convert it first: "
-        f"dkrp ingest {path} {path.with_suffix('.zarr').name}"
-    )
-
-
 @main.command(short_help="Featurize a dataset into a resumable Zarr feature store.")
 @click.argument("input_path", metavar="IN", type=click.Path())
 @click.argument("output", metavar="OUT.zarr", type=click.Path(file_okay=False))
@@ -261,45 +238,35 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
       dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
       dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
     """
-    import time
-
-    from .feature_store import input_fingerprint, plan_features, write_features
+    from .jobs import featurize_to_store
     from .methods import fit_pass_message, make_projector
-    from .parallel import check_workers
 
     density = _parse_float_or("--density", density, "auto")
     gamma = _parse_float_or("--gamma", gamma, "scale")
-    with _as_click_errors():
-        X, source = _open_input(input_path)
+
+    def on_fit(projector, seconds):
+        if quiet:
+            return
+        if seconds is None:
+            click.echo(f"fit: {fit_pass_message(method, projector)}...", err=True)
+        else:
+            click.echo(f"fit: done in {seconds:.1f} s", err=True)
+
+    with _as_click_errors(), contextlib.ExitStack() as stack:
         projector = make_projector(
             method, degree=degree, n_components=n_components, n_hyperplanes=n_hyperplanes,
             n_terms=n_terms, distribution=distribution, density=density, pool=pool,
             index_design=index_design, kernel=kernel, gamma=gamma, random_state=seed,
         )
-        fingerprint = input_fingerprint(X, source=source)
-        summary = None
-        if not projector.data_dependent:
-            # refuse a mismatched store, or finish a complete one, before starting a cluster
-            projector.fit(X)
-            plan = plan_features(X, projector, output, overwrite=overwrite, dtype=dtype,
-                                 fingerprint=fingerprint)
-            if plan["action"] == "noop":
-                summary = write_features(X, projector, output, overwrite=overwrite,
-                                         progress=False, dtype=dtype, fingerprint=fingerprint)
-        if summary is None:
-            with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
-                if projector.data_dependent:
-                    if not quiet:
-                        click.echo(f"fit: {fit_pass_message(method, projector)}...", err=True)
-                    t_fit = time.perf_counter()
-                    projector.fit(X)
-                    if not quiet:
-                        click.echo(f"fit: done in {time.perf_counter() - t_fit:.1f} s",
-                                   err=True)
-                check_workers(client, projector)
-                summary = write_features(X, projector, output, client=client,
-                                         overwrite=overwrite, progress=not quiet, dtype=dtype,
-                                         fingerprint=fingerprint, retries=retries)
+        # the cluster starts only when there is work for it: a mismatched store is
+        # refused, and a finished one confirmed, without one
+        summary, _, _ = featurize_to_store(
+            input_path, output, projector,
+            client=lambda: stack.enter_context(
+                _client(scheduler, scheduler_file, n_workers, memory_limit)),
+            overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
+            on_fit=on_fit,
+        )
     rows, seconds = summary["rows"], summary["seconds"]
     click.echo(
         f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
@@ -309,6 +276,51 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     )
 
 
+def _dataset_description(path: Path, attrs: dict) -> dict:
+    """The summary of a dataset store, shaped like :meth:`FeatureSet.describe`'s.
+
+    The keys a ``Dataset.describe()`` in :mod:`dkrp.io` would return; ``info`` takes
+    it from there once the dataset store has one.
+    """
+    return {
+        "format": "dataset",
+        "path": str(path),
+        "shape": (attrs.get("n_samples"), attrs.get("n_features")),
+        "dtype": attrs.get("dtype"),
+        "storage": attrs.get("storage"),
+        "chunk_rows": attrs.get("chunk_rows"),
+        "complete": attrs.get("complete") is True,
+        "has_labels": attrs.get("has_labels"),
+        "label_dtype": attrs.get("label_dtype"),
+        "source": attrs.get("source"),
+        "source_format": attrs.get("source_format"),
+        "source_sha256": attrs.get("source_sha256"),
+        "ingest": attrs.get("ingest"),
+    }
+
+
+def _describe_lines(d: dict):
+    """The lines ``dkrp info`` prints for a store's ``describe()`` summary."""
+    complete = "complete" if d["complete"] else "INCOMPLETE"
+    n, k = d["shape"]
+    if d["format"] == "features":
+        yield f"feature store {d['path']}"
+        yield (f"  shape ({n}, {k}) {d['dtype']}, chunk_rows {d['chunk_rows']}, {complete} "
+               f"({d['chunks_done']}/{d['n_chunks']} chunks done)")
+        params = json.dumps(d["params"], sort_keys=True)
+        yield f"  projector {d['projector']} seed {d['seed']} params {params}"
+        yield f"  checksum {d['checksum']}"
+        yield f"  input {json.dumps(d['input'], sort_keys=True)}"
+        yield f"  manifest {json.dumps(d['manifest'], sort_keys=True)}"
+    else:
+        yield f"dataset store {d['path']}"
+        yield (f"  shape ({n}, {k}) {d['dtype']} {d['storage']}, chunk_rows {d['chunk_rows']}, "
+               f"{complete}")
+        yield f"  labels {d['has_labels']} ({d['label_dtype']})"
+        yield f"  source {d['source']} ({d['source_format']}, sha256 {d['source_sha256']})"
+        yield f"  ingest {json.dumps(d['ingest'], sort_keys=True, default=str)}"
+
+
 def _info_lines(path: Path):
     import zarr
 
@@ -316,30 +328,13 @@ def _info_lines(path: Path):
         raise click.ClickException(f"{path} is not a Zarr store (no zarr.json).")
     attrs = dict(zarr.open_group(str(path), mode="r").attrs)
     kind = attrs.get("dkrp_format")
-    complete = "complete" if attrs.get("complete") is True else "INCOMPLETE"
     if kind == "features":
-        from .feature_store import _done_chunks
+        from .feature_store import open_features
 
-        n_chunks = int(attrs.get("n_chunks", 0))
-        done = int(_done_chunks(path, n_chunks).sum())
-        spec = attrs.get("spec", {})
-        yield f"feature store {path}"
-        yield (f"  shape ({attrs['n_samples']}, {attrs['n_components']}) {attrs['dtype']}, "
-               f"chunk_rows {attrs['chunk_rows']}, {complete} ({done}/{n_chunks} chunks done)")
-        params = json.dumps(spec.get("params"), sort_keys=True)
-        yield f"  projector {spec.get('class')} seed {spec.get('seed')} params {params}"
-        yield f"  checksum {spec.get('checksum')}"
-        yield f"  input {json.dumps(attrs.get('input'), sort_keys=True)}"
-        yield f"  manifest {json.dumps(attrs.get('manifest'), sort_keys=True)}"
+        with _as_click_errors():
+            yield from _describe_lines(open_features(path, allow_incomplete=True).describe())
     elif kind == "dataset":
-        yield f"dataset store {path}"
-        yield (f"  shape ({attrs.get('n_samples')}, {attrs.get('n_features')}) "
-               f"{attrs.get('dtype')} "
-               f"{attrs.get('storage')}, chunk_rows {attrs.get('chunk_rows')}, {complete}")
-        yield f"  labels {attrs.get('has_labels')} ({attrs.get('label_dtype')})"
-        yield (f"  source {attrs.get('source')} ({attrs.get('source_format')}, "
-               f"sha256 {attrs.get('source_sha256')})")
-        yield f"  ingest {json.dumps(attrs.get('ingest'), sort_keys=True, default=str)}"
+        yield from _describe_lines(_dataset_description(path, attrs))
     else:
         yield f"Zarr group {path} (not made by dkrp)"
         yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"

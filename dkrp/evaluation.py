@@ -3,7 +3,7 @@
 This module owns the demo (``dkrp demo``, the README's main job) and the small
 protocols it is made of. The demo runs the production path end to end: the data
 go into a Zarr dataset store (:func:`dkrp.io.ingest`), are featurized on a Dask
-cluster into a resumable feature store (:func:`dkrp.feature_store.write_features`),
+cluster into a resumable feature store (:func:`dkrp.featurize_to_store`),
 are read back, and train scikit-learn's ``LinearSVC``; the same rows train a linear
 SVM on the raw inputs and exact-kernel SVMs for reference.
 
@@ -221,8 +221,9 @@ def run_demo(
         ``featurize_seconds``, ``train_seconds``, ``note``, and for feature maps
         ``store`` (the feature store path, or None once a temporary workdir is gone).
     """
-    from .feature_store import open_features, write_features
-    from .io import ingest, open_dataset
+    from .feature_store import open_features
+    from .io import ingest
+    from .jobs import featurize_to_store
 
     X_train, y_train, X_test, y_test, note = load_demo_dataset(
         dataset, max_train=max_train, max_test=max_test, seed=seed
@@ -245,22 +246,21 @@ def run_demo(
             dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
             npy = workdir / f"{dataset}-{part}.npy"
             np.save(npy, np.ascontiguousarray(dense, dtype=np.float64))
-            store = workdir / f"{dataset}-{part}.zarr"
-            ingest(npy, store, overwrite=True, chunk_rows=_chunk_rows(dense.shape[0]))
-            stores[part] = open_dataset(store)
+            stores[part] = workdir / f"{dataset}-{part}.zarr"
+            ingest(npy, stores[part], overwrite=True, chunk_rows=_chunk_rows(dense.shape[0]))
         for label, projector, C in _demo_projectors(dataset, n_features, X_train, seed):
             with _timer() as t:
                 Z = {}
                 for part in ("train", "test"):
                     out = workdir / f"{dataset}-{part}-{type(projector).__name__}.zarr"
-                    write_features(
-                        stores[part].X,
-                        projector,
+                    featurize_to_store(
+                        stores[part],
                         out,
+                        projector,
                         client=client,
                         overwrite=True,
                         progress=progress,
-                        source={"path": str(stores[part].path), **stores[part].attrs},
+                        check=part == "train",  # once per projector
                     )
                     Z[part] = open_features(out).Z.compute()
             result = linear_svm_accuracy(Z["train"], y_train, Z["test"], y_test, C=C)

@@ -54,10 +54,10 @@ def featurize_and_train(args, ds, out_dir, *, standardize, positive_label=None):
     """Fit KRP, write the feature store on the cluster, train, return the report dict."""
     import dask.array as da
 
-    from dkrp import PolynomialRandomProjection
+    from dkrp import PolynomialRandomProjection, featurize_to_store
     from dkrp.evaluation import train_on_features
-    from dkrp.feature_store import open_features, write_features
-    from dkrp.parallel import check_workers, connect
+    from dkrp.feature_store import open_features
+    from dkrp.parallel import connect
 
     report = {}
     with connect(scheduler=args.scheduler, scheduler_file=args.scheduler_file,
@@ -73,11 +73,12 @@ def featurize_and_train(args, ds, out_dir, *, standardize, positive_label=None):
         krp = PolynomialRandomProjection(
             degree=args.degree, n_components=args.n_components,
             n_hyperplanes=args.n_hyperplanes, n_terms=args.n_terms, random_state=args.seed,
-        ).fit(X)
-        check_workers(client, krp)
+        )
         features = out_dir / "features.zarr"
-        summary = write_features(X, krp, features, client=client, overwrite=args.overwrite,
-                                 progress=not args.quiet, dtype=args.dtype, source=source)
+        summary, _, _ = featurize_to_store(
+            X, features, krp, client=client, overwrite=args.overwrite,
+            progress=not args.quiet, dtype=args.dtype, provenance=source,
+        )
         Z = open_features(features).Z
         result = train_on_features(Z, ds.y, classifier=args.classifier, seed=args.seed,
                                    positive_label=positive_label)

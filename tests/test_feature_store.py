@@ -138,6 +138,27 @@ def test_incomplete_store_refused(tmp_path, data):
     assert open_features(out).complete
 
 
+def test_describe_summarises_complete_and_incomplete_stores(tmp_path, data):
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    write_features(da.from_array(data, chunks=(100, 12)), krp, out, progress=False)
+    d = open_features(out).describe()
+    spec = krp.to_spec()
+    assert d == {
+        "format": "features", "path": str(out.absolute()), "shape": (1000, 40),
+        "dtype": "float64", "chunk_rows": 100, "complete": True, "chunks_done": 10,
+        "n_chunks": 10, "projector": "PolynomialRandomProjection", "seed": spec["seed"],
+        "params": spec["params"], "checksum": krp.spec_checksum_,
+        "input": zarr.open_group(str(out), mode="r").attrs["input"],
+        "manifest": zarr.open_group(str(out), mode="r").attrs["manifest"],
+    }
+    # an interrupted run: the summary counts the chunks still missing
+    zarr.open_array(str(out / "done"), mode="r+")[3] = 0
+    zarr.open_group(str(out), mode="r+").attrs["complete"] = False
+    d = open_features(out, allow_incomplete=True).describe()
+    assert not d["complete"] and (d["chunks_done"], d["n_chunks"]) == (9, 10)
+
+
 def test_misaligned_blocks_are_rechunked_onto_the_chunk_grid(tmp_path, data):
     # R11: irregular dask blocks would make two tasks share a Zarr chunk
     X = da.from_array(data, chunks=((300, 50, 250, 400), (12,)))

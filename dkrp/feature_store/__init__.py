@@ -1,0 +1,47 @@
+"""Resumable, idempotent feature stores: featurize a dask array straight into Zarr v3.
+
+This package owns dkrp's on-disk *features* format and the write protocol that lets
+a killed run resume without redoing finished work:
+
+* :mod:`~dkrp.feature_store.format`: the store layout and attributes, the input
+  fingerprint, the mismatch checks, :func:`open_features` and :class:`FeatureSet`
+  (with :meth:`FeatureSet.describe`);
+* :mod:`~dkrp.feature_store.plan`: :func:`plan_features`, every check before a
+  write;
+* :mod:`~dkrp.feature_store.tasks`: the per-chunk write tasks, retries, naming a
+  failed partition, progress;
+* :mod:`~dkrp.feature_store.write`: :func:`write_features` and :func:`write_plan`,
+  the write protocol.
+
+Featurizing a dataset end to end (open the input, fit, plan, check the workers,
+write) is :func:`dkrp.featurize_to_store`.
+"""
+
+from __future__ import annotations
+
+from ..errors import FeatureStoreError, FeatureStoreMismatchError, PartitionError
+from .format import (
+    FEATURES_FORMAT,
+    FORMAT_VERSION,
+    FeatureSet,
+    describe_features,
+    input_fingerprint,
+    open_features,
+)
+from .plan import plan_features
+from .write import write_features, write_plan
+
+__all__ = [
+    "FEATURES_FORMAT",
+    "FORMAT_VERSION",
+    "FeatureSet",
+    "FeatureStoreError",
+    "FeatureStoreMismatchError",
+    "PartitionError",
+    "describe_features",
+    "input_fingerprint",
+    "open_features",
+    "plan_features",
+    "write_features",
+    "write_plan",
+]

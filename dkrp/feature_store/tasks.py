@@ -1,0 +1,198 @@
+"""The chunk-write tasks of a feature-store run, and running them on Dask.
+
+This module owns what runs on the workers and how it is driven: one task per
+missing chunk (featurize the row block, write it as exactly one Zarr chunk of
+``Z``, then set its done marker), in-task retries on dask's local scheduler and
+``Client.compute(retries=)`` on a cluster, turning a partition's final failure
+into a :class:`~dkrp.errors.PartitionError` naming it, and progress reporting.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from .._blockwise import row_offsets, spec_json, transform_partition
+from ..errors import PartitionError, PartitionInputError
+
+logger = logging.getLogger(__name__)
+
+__all__ = []
+
+
+def _write_chunk(block, spec_text, dtype, path, chunk, row_start):
+    """Featurize one row block and write it as chunk ``chunk`` of ``Z``, then mark it done.
+
+    Module-level and pure; runs on a worker. Idempotent: a second run writes the
+    same bytes to the same chunk file.
+    """
+    import zarr
+
+    Z = transform_partition(block, spec_text, dtype, row_start, chunk)
+    stop = row_start + Z.shape[0]
+    zarr.open_array(str(Path(path) / "Z"), mode="r+")[row_start:stop] = Z
+    # the marker comes after the chunk: a task killed in between leaves the chunk "missing"
+    zarr.open_array(str(Path(path) / "done"), mode="r+")[chunk] = 1
+    return chunk, int(Z.shape[0])
+
+
+def _write_chunk_retrying(block, spec_text, dtype, path, chunk, row_start, retries):
+    """:func:`_write_chunk` with ``retries`` in-task retries (dask's local scheduler has
+    none of its own); the final failure names the partition (:func:`_partition_failure`).
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _write_chunk(block, spec_text, dtype, path, chunk, row_start)
+        except Exception as exc:  # noqa: BLE001 - retried, then re-raised with context
+            rows = (row_start, row_start + int(block.shape[0]) - 1)
+            error = _partition_failure(exc, chunk, rows, path, attempt)
+            if error is None:  # bad input (NaN, ...): retrying cannot help
+                raise
+            if attempt <= retries:
+                logger.warning("partition %d failed (attempt %d of %d), retrying: %r",
+                               chunk, attempt, retries + 1, exc)
+                continue
+            raise error from exc
+
+
+def _partition_failure(exc, chunk, rows, path, attempts):
+    """The :class:`PartitionError` to raise for ``exc`` from partition ``chunk``.
+
+    Returns None when ``exc`` already names its partition (the ``ValueError`` of bad
+    input, e.g. NaN at a global row, raised by
+    :func:`dkrp.parallel.transform_partition`): it is re-raised as it is.
+    """
+    if isinstance(exc, PartitionInputError):
+        return None
+    from distributed.scheduler import KilledWorker
+
+    where = f"Partition {chunk} (rows {rows[0]}..{rows[1]})"
+    tail = (f"the store {path} is not marked complete and its finished chunks are kept: fix "
+            "the cause and run the same job again to write the missing chunks")
+    if isinstance(exc, KilledWorker):
+        message = (f"{where} killed its worker repeatedly (KilledWorker: {exc}); the "
+                   "scheduler gave it up after distributed.scheduler.allowed-failures worker "
+                   "deaths; " + tail + ".")
+    else:
+        plural = "attempt" if attempts == 1 else "attempts"
+        message = (f"{where} failed after {attempts} {plural}: {type(exc).__name__}: {exc}; "
+                   + tail + (" (or pass retries=N, --retries N, if the error is transient)."
+                             if attempts == 1 else "."))
+    return PartitionError(message, partition=chunk, rows=rows, attempts=attempts)
+
+
+def _default_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skipped,
+               retries=0):
+    import dask
+    from dask.base import tokenize
+
+    if not todo:
+        return
+    text = spec_json(projector)
+    offsets = row_offsets(X.chunks[0])
+    blocks = X.to_delayed().ravel()
+    dtype_str = np.dtype(dtype).str
+    token = tokenize(X.name, text, dtype_str, str(path))
+
+    def rows(i):
+        return offsets[i], offsets[i] + X.chunks[0][i] - 1
+
+    bar, report = _progress(progress, n_chunks, skipped)
+    try:
+        client = client if client is not None else _default_client()
+        if client is None:  # dask's local scheduler (threads unless configured otherwise)
+            tasks = [
+                dask.delayed(_write_chunk_retrying, pure=True)(
+                    blocks[i], text, dtype_str, str(path), i, offsets[i], retries,
+                    dask_key_name=f"dkrp-write-{token}-{i}",
+                )
+                for i in todo
+            ]
+            dask.compute(*tasks)
+            for _ in tasks:
+                report()
+            return
+        from distributed import as_completed
+
+        tasks = [
+            dask.delayed(_write_chunk, pure=True)(
+                blocks[i], text, dtype_str, str(path), i, offsets[i],
+                dask_key_name=f"dkrp-write-{token}-{i}",
+            )
+            for i in todo
+        ]
+        futures = client.compute(tasks, retries=retries)
+        pending = {f.key: (f, i) for f, i in zip(futures, todo, strict=True)}
+        del futures
+        try:
+            # loop=: the client need not be the default one
+            for future in as_completed([f for f, _ in pending.values()], loop=client.loop):
+                _, i = pending.pop(future.key)
+                try:
+                    future.result()
+                except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
+                    attempts = _attempts(exc, retries, client)
+                    error = _partition_failure(exc, i, rows(i), path, attempts)
+                    if error is None:
+                        raise
+                    raise error from exc
+                # a finished chunk's result is not needed again: released, a worker's
+                # death cannot make the scheduler recompute (rewrite) it
+                future.release()
+                report()
+        finally:
+            client.cancel([f for f, _ in pending.values() if not f.done()])
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _attempts(exc, retries, client) -> int:
+    """Attempts a failed task had: ``retries + 1``, or the worker deaths allowed + 1."""
+    from distributed.scheduler import KilledWorker
+
+    if not isinstance(exc, KilledWorker):
+        return retries + 1
+    try:  # the scheduler's own setting (this client's dask.config may differ)
+        allowed = client.run_on_scheduler(_allowed_failures)
+    except Exception:  # noqa: BLE001 - e.g. a remote scheduler without dkrp installed
+        import dask
+
+        allowed = dask.config.get("distributed.scheduler.allowed-failures", 3)
+    return int(allowed) + 1
+
+
+def _allowed_failures(dask_scheduler=None):
+    return dask_scheduler.allowed_failures
+
+
+def _progress(progress, total, initial):
+    """A ``report()`` callable advancing a tqdm bar or calling the user's callback."""
+    state = {"done": initial}
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, initial=initial, unit="chunk", desc="featurize", leave=False)
+
+    def report():
+        state["done"] += 1
+        if bar is not None:
+            bar.update(1)
+        elif callable(progress):
+            progress(state["done"], total)
+
+    return bar, report
