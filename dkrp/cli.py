@@ -176,7 +176,9 @@ def _parse_float_or(name, value, word):
     try:
         return float(value)
     except ValueError:
-        raise click.BadParameter(f"must be a number or {word!r}, got {value!r}", param_hint=name)
+        raise click.BadParameter(
+            f"must be a number or {word!r}, got {value!r}", param_hint=name
+        ) from None
 
 
 @main.command(short_help="Featurize a dataset into a resumable Zarr feature store.")

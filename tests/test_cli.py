@@ -317,8 +317,8 @@ def test_data_dependent_methods_on_the_embedded_cluster(tmp_path, method, option
 
 def test_ingest_mnist_idx_with_labels(tmp_path):
     from click.testing import CliRunner
-
     from conftest import require_data
+
     from dkrp.cli import main as cli_main
     from dkrp.io import open_dataset
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import lzma
 import logging
+import lzma
 import os
 import re
 import shutil
