@@ -22,6 +22,9 @@ from ._validation import check_choice, check_integer, check_real
 
 __all__ = [
     "KERNELS",
+    "KERNEL_PARAMS",
+    "SKLEARN_ALIASES",
+    "PSD_KERNELS",
     "SHIFT_INVARIANT_KERNELS",
     "kernel_matrix",
     "kernel_diagonal",
@@ -29,16 +32,34 @@ __all__ = [
     "scale_gamma",
 ]
 
-KERNELS = ("homogeneous_polynomial", "polynomial", "gaussian", "laplacian")
-#: Kernels of x - y alone, the ones random Fourier features approximate.
-SHIFT_INVARIANT_KERNELS = ("gaussian", "laplacian")
-
-_DEFAULTS = {
+#: The one kernel-parameter table: each kernel's parameters and their defaults
+#: (``gamma=None`` is ``1 / n_features``, scikit-learn's default). dkrp's own names
+#: first, then scikit-learn's ``pairwise_kernels`` names so that code written for
+#: ``sklearn.kernel_approximation.Nystroem`` runs unchanged: ``"rbf"`` is the same
+#: kernel as ``"gaussian"``, ``"poly"`` as ``"polynomial"`` (with scikit-learn's
+#: default degree 3), ``"laplacian"`` is the same in both.
+KERNEL_PARAMS = {
     "homogeneous_polynomial": {"degree": 2},
     "polynomial": {"degree": 2, "gamma": None, "coef0": 1.0},
     "gaussian": {"gamma": None},
     "laplacian": {"gamma": None},
+    "rbf": {"gamma": None},
+    "poly": {"degree": 3, "gamma": None, "coef0": 1.0},
+    "linear": {},
+    "cosine": {},
+    "sigmoid": {"gamma": None, "coef0": 1.0},
+    "chi2": {"gamma": 1.0},
+    "additive_chi2": {},
 }
+#: dkrp's kernel names (the ones its random feature maps approximate).
+KERNELS = ("homogeneous_polynomial", "polynomial", "gaussian", "laplacian")
+#: scikit-learn's names that are the same mathematics as a dkrp kernel.
+SKLEARN_ALIASES = {"rbf": "gaussian", "poly": "polynomial"}
+#: The positive semi-definite ones (scikit-learn's sigmoid kernel is not).
+PSD_KERNELS = tuple(k for k in KERNEL_PARAMS if k != "sigmoid")
+#: Kernels of x - y alone, the ones random Fourier features approximate.
+SHIFT_INVARIANT_KERNELS = ("gaussian", "laplacian")
+_DEFAULTS = KERNEL_PARAMS
 
 
 def scale_gamma(X, kernel="gaussian") -> float:
@@ -97,8 +118,8 @@ def check_kernel_params(kernel, n_features=None, **params):
     ``gamma=None`` means ``1 / n_features`` (scikit-learn's default). Unknown
     parameters are refused rather than ignored.
     """
-    check_choice("kernel", kernel, KERNELS)
-    allowed = _DEFAULTS[kernel]
+    check_choice("kernel", kernel, tuple(KERNEL_PARAMS))
+    allowed = KERNEL_PARAMS[kernel]
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(
@@ -123,12 +144,13 @@ def _block(X, Y, kernel, p):
         G = X @ Y.T
         G = G.toarray() if sp.issparse(G) else np.asarray(G)
         return G ** p["degree"]
+    kernel = SKLEARN_ALIASES.get(kernel, kernel)
     if kernel == "polynomial":
         return pairwise.polynomial_kernel(X, Y, degree=p["degree"], gamma=p["gamma"],
                                           coef0=p["coef0"])
     if kernel == "gaussian":
         return pairwise.rbf_kernel(X, Y, gamma=p["gamma"])
-    return pairwise.laplacian_kernel(X, Y, gamma=p["gamma"])
+    return pairwise.pairwise_kernels(X, Y, metric=kernel, **p)
 
 
 def kernel_matrix(X, Y=None, *, kernel="homogeneous_polynomial", block_size=2048, **params):
@@ -139,7 +161,9 @@ def kernel_matrix(X, Y=None, *, kernel="homogeneous_polynomial", block_size=2048
     X : array-like or sparse matrix of shape (n, d)
     Y : array-like or sparse matrix of shape (m, d), default=None (``Y = X``)
     kernel : str
-        One of :data:`KERNELS`.
+        A name of :data:`KERNEL_PARAMS`: dkrp's, or scikit-learn's ``pairwise_kernels``
+        names (``"rbf"``, ``"poly"``, ``"linear"``, ``"cosine"``, ``"sigmoid"``,
+        ``"chi2"``, ``"additive_chi2"``).
     block_size : int
         Rows of ``X`` per block.
     **params
@@ -174,8 +198,12 @@ def kernel_diagonal(X, *, kernel="homogeneous_polynomial", **params):
     """``K(x_i, x_i)`` for every row, without forming the Gram matrix."""
     X = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     p = check_kernel_params(kernel, X.shape[1], **params)
+    kernel = SKLEARN_ALIASES.get(kernel, kernel)
     if kernel in ("gaussian", "laplacian"):
         return np.ones(X.shape[0])
+    if kernel not in KERNELS:
+        return np.array([_block(X[i : i + 1], X[i : i + 1], kernel, p)[0, 0]
+                         for i in range(X.shape[0])])
     if sp.issparse(X):
         sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
     else:

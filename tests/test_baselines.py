@@ -82,7 +82,8 @@ def test_landmark_sampling_is_uniform():
 DATA_DEPENDENT = {
     "nystroem": lambda: Nystroem(kernel="gaussian", gamma=0.1, n_components=20,
                                  random_state=5),
-    "nystroem-homogeneous": lambda: Nystroem(degree=2, n_components=20, random_state=5),
+    "nystroem-homogeneous": lambda: Nystroem(kernel="homogeneous_polynomial", degree=2,
+                                             n_components=20, random_state=5),
     "kg-rp": lambda: KulisGraumanRP(degree=2, n_components=30, n_landmarks=25, n_terms=6,
                                     random_state=5),
     "kg-rp-laplacian": lambda: KulisGraumanRP(kernel="laplacian", n_components=30,
@@ -271,10 +272,11 @@ BAD_INPUT = [
     (KulisGraumanRP, {"n_landmarks": 50, "n_terms": 5}, 20, "n_landmarks=50 .* n_samples=20"),
     (KulisGraumanRP, {"n_landmarks": 10, "n_terms": 11}, 40, "n_terms must not exceed"),
     (KulisGraumanRP, {"n_landmarks": 1, "n_terms": 1}, 40, "n_landmarks must be >= 2"),
-    (Nystroem, {"kernel": "rbf"}, 40, "kernel must be one of"),
+    (Nystroem, {"kernel": "rbff"}, 40, "kernel must be one of"),
     (KulisGraumanRP, {"kernel": "sigmoid", "n_landmarks": 10, "n_terms": 2}, 40,
      "kernel must be one of"),
-    (Nystroem, {"degree": 2.5, "n_components": 5}, 40, "degree must be an integer"),
+    (Nystroem, {"kernel": "poly", "degree": 2.5, "n_components": 5}, 40,
+     "degree must be an integer"),
     (Nystroem, {"kernel": "gaussian", "gamma": -1.0, "n_components": 5}, 40,
      "gamma must be > 0"),
     (Nystroem, {"n_components": 0}, 40, "n_components must be >= 1"),
@@ -340,7 +342,9 @@ def test_nystroem_mnist_distortion_table3(mnist, k, paper):
     train, test = mnist
     values = [
         float(distance_distortion(
-            test, Nystroem(degree=3, n_components=k, random_state=seed).fit(train).transform(test),
+            test,
+            Nystroem(kernel="homogeneous_polynomial", degree=3, n_components=k,
+                     random_state=seed).fit(train).transform(test),
             degree=3))
         for seed in range(2)
     ]

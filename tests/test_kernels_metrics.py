@@ -37,7 +37,7 @@ def test_kernels_match_references_blockwise_and_sparse(kernel, params, reference
 def test_kernel_names_and_parameters_are_checked():
     assert set(KERNELS) == {"homogeneous_polynomial", "polynomial", "gaussian", "laplacian"}
     with pytest.raises(ValueError, match="kernel must be one of"):
-        kernel_matrix(X, kernel="rbf")
+        kernel_matrix(X, kernel="rbff")
     with pytest.raises(ValueError, match="unexpected \\['gamma'\\]"):
         kernel_matrix(X, kernel="homogeneous_polynomial", gamma=1.0)
     with pytest.raises(ValueError, match="same number of features. 4 != 3"):

@@ -25,7 +25,7 @@ from sklearn.utils import check_array
 
 from .._random import block_generator
 from .._validation import check_choice, check_finite_rows, first_nonfinite_row
-from ..kernels import KERNELS, check_kernel_params
+from ..kernels import KERNEL_PARAMS, check_kernel_params
 
 logger = logging.getLogger(__name__)
 
@@ -111,21 +111,18 @@ def take_landmarks(X, indices):
     return np.array(rows, dtype=np.float64, order="C")
 
 
-def resolve_kernel_params(kernel, degree, gamma, coef0, n_features, *, supported=KERNELS):
-    """The parameters ``kernel`` takes, resolved (``gamma=None`` → ``1/n_features``).
+def resolve_kernel_params(kernel, degree, gamma, coef0, n_features, *,
+                          supported=tuple(KERNEL_PARAMS)):
+    """The parameters ``kernel`` takes, resolved (``None`` → the kernel's default).
 
     Parameters the kernel does not take are ignored (as in scikit-learn's Nystroem);
-    a kernel outside ``supported`` is a ValueError.
+    a kernel outside ``supported`` is a ValueError. Defaults come from
+    :data:`dkrp.kernels.KERNEL_PARAMS` (``gamma=None`` → ``1/n_features``).
     """
     check_choice("kernel", kernel, supported)
     given = {"degree": degree, "gamma": gamma, "coef0": coef0}
-    wanted = {
-        "homogeneous_polynomial": ("degree",),
-        "polynomial": ("degree", "gamma", "coef0"),
-        "gaussian": ("gamma",),
-        "laplacian": ("gamma",),
-    }[kernel]
-    return check_kernel_params(kernel, n_features, **{k: given[k] for k in wanted})
+    return check_kernel_params(kernel, n_features, **{
+        k: given[k] for k in KERNEL_PARAMS[kernel] if given[k] is not None})
 
 
 def inverse_sqrt_psd(A, *, mode="pinv", rtol=None):

@@ -19,7 +19,7 @@ from .._random import draw_rows
 from .._validation import check_integer
 from ..base import BaseProjector
 from ..features._samplers import index_sampler
-from ..kernels import KERNELS, kernel_matrix
+from ..kernels import PSD_KERNELS, kernel_matrix
 from ._landmarks import (
     inverse_sqrt_psd,
     resolve_kernel_params,
@@ -182,7 +182,8 @@ class KulisGraumanRP(BaseProjector):
                 f"{self.n_landmarks}."
             )
         self.kernel_params_ = resolve_kernel_params(
-            self.kernel, self.degree, self.gamma, self.coef0, n_features, supported=KERNELS
+            self.kernel, self.degree, self.gamma, self.coef0, n_features,
+            supported=PSD_KERNELS,  # whitening by K(L, L)^(-1/2) needs a PSD kernel
         )
 
     def _fit_state(self, X, n_features):

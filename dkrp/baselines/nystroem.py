@@ -17,7 +17,7 @@ import numpy as np
 
 from .._validation import check_integer
 from ..base import BaseProjector
-from ..kernels import KERNELS, kernel_matrix
+from ..kernels import kernel_matrix
 from ._landmarks import (
     inverse_sqrt_psd,
     resolve_kernel_params,
@@ -33,18 +33,22 @@ class Nystroem(BaseProjector):
 
     Parameters
     ----------
-    kernel : {"homogeneous_polynomial", "polynomial", "gaussian", "laplacian"}, \
-            default="homogeneous_polynomial"
-        Kernel of :mod:`dkrp.kernels`. The default is the kernel the KRP paper
-        compares against (Tables 2–11); use ``"gaussian"`` for scikit-learn's
-        ``kernel="rbf"``.
-    degree : int, default=2
-        Degree, for the polynomial kernels.
+    kernel : str, default="rbf"
+        Any name of :data:`dkrp.kernels.KERNEL_PARAMS`: scikit-learn's
+        (``"rbf"``, ``"poly"``, ``"laplacian"``, ``"linear"``, ``"cosine"``,
+        ``"sigmoid"``, ``"chi2"``, ``"additive_chi2"``, with scikit-learn's defaults,
+        so ``dkrp.Nystroem`` is a drop-in for ``sklearn.kernel_approximation.Nystroem``)
+        or dkrp's (``"homogeneous_polynomial"`` :math:`\langle x,y\rangle^g`, the
+        kernel the KRP paper compares against, ``"polynomial"``, ``"gaussian"`` =
+        ``"rbf"``).
+    degree : int, default=None
+        Degree, for the polynomial kernels; None is the kernel's default (3 for
+        ``"poly"`` as in scikit-learn, 2 for dkrp's polynomial kernels).
     gamma : float, default=None
-        For ``"polynomial"``, ``"gaussian"`` and ``"laplacian"``; ``None`` is
-        ``1 / n_features`` (scikit-learn's default).
-    coef0 : float, default=1.0
-        For ``"polynomial"``.
+        For the kernels that take it; ``None`` is ``1 / n_features`` (scikit-learn's
+        default; 1.0 for ``"chi2"``).
+    coef0 : float, default=None
+        For ``"poly"``/``"polynomial"`` and ``"sigmoid"``; None is 1.0.
     n_components : int, default=100
         Number :math:`m` of landmarks, which is also the output dimension. Must not
         exceed the number of training rows.
@@ -53,10 +57,11 @@ class Nystroem(BaseProjector):
 
     Attributes
     ----------
-    landmark_indices_ : ndarray of int64, shape (n_components,)
-        Sorted training-row indices of the landmarks.
-    landmarks_ : ndarray of shape (n_components, n_features_in_)
-        The landmark rows (float64; scikit-learn calls them ``components_``).
+    components_ : ndarray of shape (n_components, n_features_in_)
+        The landmark rows (float64), as in scikit-learn; also ``landmarks_``.
+    component_indices_ : ndarray of int64, shape (n_components,)
+        Their training-row indices, sorted (scikit-learn's are in draw order); also
+        ``landmark_indices_``.
     normalization_ : ndarray of shape (n_components, n_components)
         :math:`W^{-1/2}` (symmetric).
     kernel_params_ : dict
@@ -117,10 +122,10 @@ class Nystroem(BaseProjector):
     def __init__(
         self,
         *,
-        kernel="homogeneous_polynomial",
-        degree=2,
+        kernel="rbf",
+        degree=None,
         gamma=None,
-        coef0=1.0,
+        coef0=None,
         n_components=100,
         random_state=None,
     ):
@@ -134,7 +139,7 @@ class Nystroem(BaseProjector):
     def _resolve_params(self, n_features):
         check_integer("n_components", self.n_components, minimum=1)
         self.kernel_params_ = resolve_kernel_params(
-            self.kernel, self.degree, self.gamma, self.coef0, n_features, supported=KERNELS
+            self.kernel, self.degree, self.gamma, self.coef0, n_features
         )
 
     def _fit_state(self, X, n_features):
@@ -150,6 +155,16 @@ class Nystroem(BaseProjector):
 
     def _after_state_arrays(self):
         self.n_components_ = int(self.landmarks_.shape[0])
+
+    @property
+    def components_(self):
+        """The landmark rows (scikit-learn's name)."""
+        return self.landmarks_
+
+    @property
+    def component_indices_(self):
+        """Training-row indices of :attr:`components_` (scikit-learn's name)."""
+        return self.landmark_indices_
 
     def _transform_array(self, X):
         # kernel_matrix works in float64 row blocks (sparse-aware); cast at the end.

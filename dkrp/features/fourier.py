@@ -68,7 +68,9 @@ class RandomFourierFeatures(BaseProjector):
     Attributes
     ----------
     random_weights_ : ndarray of shape (n_frequencies, n_features_in_) or None
-        Frequencies :math:`w_i` (float64), including the factor of ``gamma``.
+        Frequencies :math:`w_i` (float64), including the factor of ``gamma``: one
+        row per frequency, the transpose of scikit-learn's ``RBFSampler.random_weights_``
+        (dkrp keeps rows because pools are drawn and checksummed by row blocks).
         ``None`` for the structured pool on its FWHT path (``pool_signs_``
         defines the frequencies).
     pool_signs_ : ndarray of shape (n_blocks, 3, D), int8
