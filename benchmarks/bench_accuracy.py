@@ -85,7 +85,8 @@ def choose_C(Z_fit, y_fit, Z_val, y_val, grid, max_iter, label):
     for C in grid:
         acc, _, secs = fit_score(Z_fit, y_fit, Z_val, y_val, C, max_iter)
         scores[C] = acc
-        print(f"  [{label}] {REG()}={C:g}: validation accuracy {acc:.4f} ({secs:.1f} s)", flush=True)
+        print(f"  [{label}] {REG()}={C:g}: validation accuracy {acc:.4f} ({secs:.1f} s)",
+              flush=True)
     # ties: the stronger regularisation (small C, large alpha)
     best = max(grid, key=lambda c: (scores[c], -c if CLASSIFIER["name"] == "linearsvc" else c))
     return best, scores
@@ -196,11 +197,12 @@ def main(argv=None):
         f"- Whole run: {time.perf_counter() - t_start:.0f} s. Per-row figures: "
         "`results/accuracy_pools.csv`.",
     ]
+    given = sys.argv[1:] if argv is None else argv
     text = (
         f"### Linear-SVM accuracy on MNIST by hyperplane pool (KRP g={G}, k={K}, t={T}; "
         f"{args.train_rows:,} training rows, 10,000 test)\n\n"
         f"{datetime.date.today().isoformat()} · `python benchmarks/bench_accuracy.py"
-        f"{''.join(' ' + a for a in (sys.argv[1:] if argv is None else argv) if a != '--write-results')}"
+        f"{''.join(' ' + a for a in given if a != '--write-results')}"
         "` · "
         f"{args.seeds} pool seeds\n\nMachine: {machine_description()}. Shared with other jobs.\n\n"
         f"Protocol: MNIST x/127.5 − 1; {args.train_rows:,} training rows drawn with "

@@ -243,7 +243,8 @@ def covertype_text(r, args):
         f"{' '.join(f'{t:.2f}' for t in r['all_sum'])}; write_features "
         f"{' '.join(f'{t:.2f}' for t in r['all_write'])}.",
         f"- Target (issue 3): distributed ≥ 0.8 × in-memory throughput. write_features reaches "
-        f"{r['t_mem'] / r['t_write']:.2f}× → {'met' if r['t_mem'] / r['t_write'] >= 0.8 else 'NOT met'}"
+        f"{r['t_mem'] / r['t_write']:.2f}× → "
+        f"{'met' if r['t_mem'] / r['t_write'] >= 0.8 else 'NOT met'}"
         f"; featurize without writing reaches {r['t_mem'] / r['t_sum']:.2f}×.",
         f"- Peak worker RSS during write_features: {r['peak'] / GiB:.2f} GiB.",
     ]
@@ -350,7 +351,7 @@ def streaming_text(r, args):
         f"{max(r['disk_delta'], 0) / 1e6:.0f} MB (worker dirs {r['local_dir_bytes'] / 1e6:.1f} MB)"
         f" | {r['accuracy']:.3f} |",
         "",
-        f"- Peak RSS per worker: "
+        "- Peak RSS per worker: "
         + ", ".join(f"{v / GiB:.2f} GiB (idle {r['base'].get(a, 0) / GiB:.2f})"
                     for a, v in sorted(r["peak_all"].items()))
         + ".",
@@ -363,8 +364,9 @@ def streaming_text(r, args):
     ]
     if n < target:
         lines.append(
-            f"- **The issue's target size ({target:,} rows, ~{target * args.n_components * 4 / 1e9:.0f}"
-            f" GB of features) was not run** (time budget of this run); {n:,} rows were run and "
+            f"- **The issue's target size ({target:,} rows, "
+            f"~{target * args.n_components * 4 / 1e9:.0f} GB of features) was not run** (time "
+            f"budget of this run); {n:,} rows were run and "
             "nothing is extrapolated. `--rows 50000000` runs the full size."
         )
     return "\n".join(lines) + "\n"

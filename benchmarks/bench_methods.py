@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +69,15 @@ def make(name):
     return make_projector(method, random_state=0, **options)
 
 
+def fit_new(factory, X):
+    """Build a fresh estimator with ``factory()`` and fit it on ``X`` (the timed unit of fit)."""
+    return factory().fit(X)
+
+
+def fit_n_features_new(name, n_features):
+    return make(name).fit_n_features(n_features)
+
+
 class _SklearnPCS:
     """scikit-learn's PolynomialCountSketch(degree=2, gamma=1, coef0=0), for comparison."""
 
@@ -93,17 +102,18 @@ def run_main_table(X, repeats):
     names = list(CONFIGS) + ["sklearn PolynomialCountSketch"]
     for name in names:
         if name == "sklearn PolynomialCountSketch":
-            est_factory, n_rows, note, kind = _SklearnPCS, None, "degree 2, gamma=1, coef0=0", False
+            est_factory, n_rows, kind = _SklearnPCS, None, False
+            note = "degree 2, gamma=1, coef0=0"
         else:
-            est_factory = lambda name=name: make(name)  # noqa: E731
+            est_factory = partial(make, name)
             n_rows, note = CONFIGS[name][2], CONFIGS[name][3]
             kind = METHODS[CONFIGS[name][0]].load().data_dependent
         reps = 1 if name == "explicit" else repeats
-        t_fit = best_of(lambda: est_factory().fit(X), reps)
+        t_fit = best_of(partial(fit_new, est_factory, X), reps)
         est = est_factory().fit(X)
         Xt = X if n_rows is None else X[:n_rows]
         est.transform(Xt[:50])  # compile/warm outside the timings
-        t_tr = best_of(lambda: est.transform(Xt), reps)
+        t_tr = best_of(partial(est.transform, Xt), reps)
         rows.append(dict(name=name, data_dependent=kind, fit=t_fit, transform=t_tr,
                          rows=Xt.shape[0], reps=reps, note=note))
         print(f"{name:30s} fit {t_fit:7.3f}s  transform {t_tr:7.3f}s on {Xt.shape[0]} rows",
@@ -117,9 +127,9 @@ def run_fit_vs_n(X, repeats):
         if name == "explicit":
             continue
         cls = METHODS[CONFIGS[name][0]].load()
-        fits = [best_of(lambda n=n: make(name).fit(X[:n]), repeats) for n in SIZES]
+        fits = [best_of(partial(fit_new, partial(make, name), X[:n]), repeats) for n in SIZES]
         fnf = (None if cls.data_dependent
-               else best_of(lambda: make(name).fit_n_features(X.shape[1]), repeats))
+               else best_of(partial(fit_n_features_new, name, X.shape[1]), repeats))
         out.append(dict(name=name, data_dependent=cls.data_dependent, fits=fits,
                         fit_n_features=fnf))
         print(f"{name:30s} fit vs n {' '.join(f'{t:.4f}' for t in fits)}"
@@ -181,7 +191,8 @@ def main(argv=None):
     worst = max(indep, key=lambda r: r["fits"][-1] / r["fits"][0])
     summary = (
         f"- Data-independent methods' fit_n_features does not see the data; their fit(X) grows "
-        f"from n={SIZES[0]:,} to n={SIZES[-1]:,} by at most {worst['fits'][-1] / worst['fits'][0]:.1f}× "
+        f"from n={SIZES[0]:,} to n={SIZES[-1]:,} by at most "
+        f"{worst['fits'][-1] / worst['fits'][0]:.1f}× "
         f"({worst['name']}: {worst['fits'][0]:.4f} → {worst['fits'][-1]:.4f} s), which is the "
         "O(n·d) input check, against the data-dependent methods' "
         + ", ".join(f"{r['name']} {r['fits'][-1] / r['fits'][0]:.1f}×"

@@ -25,6 +25,7 @@ import argparse
 import csv
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import best_of, data_dir, machine_description, mnist_train  # noqa: E402
 
 import dkrp  # noqa: E402
-from dkrp.features._pools import FWHT_COST_RATIO, padded_size, structured_project, use_fwht  # noqa: E402
+from dkrp.features._pools import (  # noqa: E402
+    FWHT_COST_RATIO,
+    padded_size,
+    structured_project,
+    use_fwht,
+)
 from dkrp.io import read_idx  # noqa: E402
 from dkrp.metrics import distance_distortion, kernel_approximation_error  # noqa: E402
 
@@ -100,9 +106,9 @@ def study(configs, X500, Xbig, seeds, repeats):
             Z = make(g, k, t, pool, p, design, seed).fit(X500).transform(X500)
             values.append(float(distance_distortion(X500, Z, degree=g)))
         est = make(g, k, t, pool, p, design, 0)
-        fit_s = best_of(lambda: est.fit_n_features(Xbig.shape[1]), repeats)
+        fit_s = best_of(partial(est.fit_n_features, Xbig.shape[1]), repeats)
         reps = 1 if p > 4000 else repeats  # p = 16000: one run (a GEMM of ~20 s)
-        transform_s = best_of(lambda: est.transform(Xbig), reps)
+        transform_s = best_of(partial(est.transform, Xbig), reps)
         row = dict(target=target, degree=g, n_components=k, n_terms=t, pool=pool,
                    n_hyperplanes=p, index_design=design,
                    distortion_mean=float(np.mean(values)), distortion_std=float(np.std(values)),
@@ -131,7 +137,7 @@ def head_to_head(Xbig, repeats):
             times[i].append(time.perf_counter() - t0)
     base = min(times[0])
     print(f"\nHead to head, g=2 k=1000, {Xbig.shape[0]} x 784, round-robin x{repeats}, min:")
-    for (pool, p, t), ts in zip(configs, times):
+    for (pool, p, t), ts in zip(configs, times, strict=True):
         print(f"  {pool:11s} p={p:<5d} t={t:<3d} {min(ts):6.2f}s  ({min(ts) / base:.2f}x iid t=30)"
               f"   all: {' '.join(f'{x:.2f}' for x in ts)}")
 
@@ -152,8 +158,8 @@ def fwht_vs_gemm(repeats):
             signs = rng.choice(np.array([-1, 1], dtype=np.int8), (1, 3, D))
             S = rng.standard_normal((D, d))
             structured_project(X[:2], signs, D)  # compile
-            t_f = best_of(lambda: structured_project(X, signs, D), repeats)
-            t_g = best_of(lambda: X @ S.T, repeats)
+            t_f = best_of(partial(structured_project, X, signs, D), repeats)
+            t_g = best_of(partial(np.matmul, X, S.T), repeats)
             rule = "FWHT" if use_fwht(d, D) else "GEMM"
             print(f"{d:6d} {D:6d} {n:6d} {t_g:8.4f} {t_f:8.4f} {t_g / t_f:9.2f} {rule:>5s}")
             out.append((d, D, n, t_g, t_f))
