@@ -16,7 +16,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 from functools import partial
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_of, emit, machine_description, mnist_train  # noqa: E402
+from _common import best_of, command_line, emit, mnist_train  # noqa: E402
 
 import dkrp  # noqa: E402
 from dkrp._threading import limit_threads  # noqa: E402
@@ -102,7 +101,7 @@ def main(argv=None):
     parser.add_argument("--n-terms", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write-results", action="store_true",
-                        help="append the table to benchmarks/RESULTS.md")
+                        help="replace this benchmark's section of benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     X, source = mnist_train(args.rows)
     rows = run(X, args.degree, args.n_hyperplanes, args.n_components, args.n_terms, args.repeats)
@@ -114,15 +113,16 @@ def main(argv=None):
         f"PolynomialCountSketch / KRP = {pcs[(dt, th)][3] / krp[(dt, th)][3]:.1f}×"
         for dt, th in krp
     ]
-    header = (
-        f"### KRP transform, {X.shape[0]:,} × {X.shape[1]} ({source}), g={args.degree}, "
-        f"p={args.n_hyperplanes}, k={args.n_components}, t={args.n_terms}\n\n"
-        f"{datetime.date.today().isoformat()} · `python benchmarks/bench_transform.py"
-        f"{' --rows ' + str(args.rows) if args.rows != 60000 else ''}` · best of "
-        f"{args.repeats}\n\nMachine: {machine_description()}\n"
+    title = (
+        f"KRP transform, {X.shape[0]:,} × {X.shape[1]} ({source}), g={args.degree}, "
+        f"p={args.n_hyperplanes}, k={args.n_components}, t={args.n_terms}"
     )
-    text = header + "\n" + table + "\n\n" + "\n".join(summary) + "\n"
-    emit(text, args.write_results)
+    body = (
+        f"Each figure: best of {args.repeats} runs in one process; × floor is to the floor of "
+        "the same dtype and thread setting.\n\n" + table + "\n\n" + "\n".join(summary)
+    )
+    emit("bench_transform", title, body, command_line("bench_transform.py", parser, args),
+         args.write_results)
 
 
 if __name__ == "__main__":
