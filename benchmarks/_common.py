@@ -49,6 +49,9 @@ def _load_average():
 
 #: 1-minute load average when the benchmark process imported this module (its start).
 LOAD_AT_START = _load_average()
+#: The ENV_VARS set when the process started: read now, because starting a Dask cluster sets
+#: OMP_NUM_THREADS and friends in this process for its workers.
+ENV_AT_START = {k: os.environ[k] for k in ENV_VARS if k in os.environ}
 
 
 def mnist_train(n_rows=60000):
@@ -179,9 +182,10 @@ def command_line(script: str, parser: argparse.ArgumentParser, args: argparse.Na
 
     Defaults are written out (so a later change of a default does not change what the
     command means); options whose value is ``None`` (an unset optional setting) and flags
-    that are off are left out. Set variables of :data:`ENV_VARS` go in front.
+    that are off are left out. The variables of :data:`ENV_VARS` set when the process
+    started go in front.
     """
-    words = [f"{k}={shlex.quote(os.environ[k])}" for k in ENV_VARS if k in os.environ]
+    words = [f"{k}={shlex.quote(v)}" for k, v in ENV_AT_START.items()]
     words += ["python", f"benchmarks/{script}"]
     for action in parser._actions:  # argparse has no public way to list its options
         if isinstance(action, argparse._HelpAction):

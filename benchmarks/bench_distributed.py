@@ -367,8 +367,8 @@ def streaming_text(r, args):
     if n < target:
         lines.append(
             f"- **The issue's target size ({target:,} rows, "
-            f"~{target * args.n_components * 4 / 1e9:.0f} GB of features) was not run** (time "
-            f"budget of this run); {n:,} rows were run and "
+            f"~{target * args.n_components * 4 / 1e9:.0f} GB of features) was not run** "
+            f"here; {n:,} rows were run and "
             "nothing is extrapolated. `--rows 50000000` runs the full size."
         )
     return title, "\n".join(lines)

@@ -205,9 +205,9 @@ def head_to_head_text(res, n_rows, source, repeats):
     for r in res:
         pr = r["paired"]
         lines.append(
-            f"| {r['pool']} | {r['p']} | {r['t']} | {r['median']:.2f} | {r['ratio']:.2f} | "
-            f"{min(pr):.2f} – {np.median(pr):.2f} – {max(pr):.2f} | {r['min']:.2f} | "
-            + " ".join(f"{x:.2f}" for x in r["all"]) + " |"
+            f"| {r['pool']} | {r['p']} | {r['t']} | {r['median']:.3f} | {r['ratio']:.2f} | "
+            f"{min(pr):.2f} – {np.median(pr):.2f} – {max(pr):.2f} | {r['min']:.3f} | "
+            + " ".join(f"{x:.3f}" for x in r["all"]) + " |"
         )
     lines.append("")
     for r in res[1:]:
