@@ -1,10 +1,26 @@
-"""Shared helpers for the benchmarks: timing, machine description, the MNIST-shaped input."""
+"""Shared helpers for the benchmarks: timing, machine description, the MNIST-shaped input,
+and the one writer of ``benchmarks/RESULTS.md``.
+
+RESULTS.md holds the latest figures of each benchmark (history is in git): every benchmark
+owns one section between ``<!-- section: NAME -->`` and ``<!-- end section -->``, and
+``--write-results`` replaces that section, or appends it when the file has none yet. What
+stands before the first section (a short hand-written introduction) is never touched.
+Each section's header is generated: the full command that reproduces it (every option
+with its value, defaults included), the date, the machine, the software versions, the
+thread pools and the load average at the start and the end of the run.
+"""
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import os
 import platform
+import re
+import shlex
+import subprocess
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +29,29 @@ from dkrp.datasets import data_dir  # the one data-folder lookup (DKRP_DATA_DIR,
 from dkrp.io import read_idx  # the one IDX parser
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_MD = Path(__file__).with_name("RESULTS.md")
+
+#: Environment variables that change what a benchmark measures; set ones are put in front
+#: of the reproducing command.
+ENV_VARS = ("DKRP_NUM_THREADS", "DKRP_DATA_DIR", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+#: Distributions whose versions are stated in each section header.
+PACKAGES = ("numpy", "scipy", "scikit-learn", "dask", "distributed", "numba", "zarr",
+            "dask-ml", "threadpoolctl")
+
+
+def _load_average():
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not on this platform
+        return float("nan")
+
+
+#: 1-minute load average when the benchmark process imported this module (its start).
+LOAD_AT_START = _load_average()
+#: The ENV_VARS set when the process started: read now, because starting a Dask cluster sets
+#: OMP_NUM_THREADS and friends in this process for its workers.
+ENV_AT_START = {k: os.environ[k] for k in ENV_VARS if k in os.environ}
 
 
 def mnist_train(n_rows=60000):
@@ -36,41 +75,191 @@ def best_of(fn, repeats=3):
     return min(times)
 
 
-def machine_description() -> str:
+def interleaved(fns, repeats):
+    """Wall times of the callables ``fns`` timed in rounds, alternating them within each round.
+
+    Round ``r`` runs the callables in the order rotated by ``r`` (``r % len(fns)`` first), so
+    no callable always runs first, or always after the same one, and a slow spell of a
+    shared machine falls on all of them rather than on the one being timed then.
+    ``repeats`` is one count for all, or one per callable (a callable with fewer repeats
+    drops out of the later rounds). Returns one list of times per callable, in round order.
+    """
+    counts = [repeats] * len(fns) if isinstance(repeats, int) else list(repeats)
+    times = [[] for _ in fns]
+    for r in range(max(counts, default=0)):
+        shift = r % len(fns)
+        for i in list(range(shift, len(fns))) + list(range(shift)):
+            if r >= counts[i]:
+                continue
+            t0 = time.perf_counter()
+            result = fns[i]()
+            times[i].append(time.perf_counter() - t0)
+            del result
+    return times
+
+
+def _cpu_model() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return cpu
+
+
+def _memory_gib() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        return float("nan")
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 0
+
+
+def thread_pools(user_api=None) -> str:
+    """The native thread pools loaded in this process (threadpoolctl), one entry each."""
     try:
         from threadpoolctl import threadpool_info
 
-        blas = ", ".join(
-            f"{i['internal_api']} {i.get('version', '')} ({i.get('architecture', '')}, "
-            f"{i['num_threads']} threads)"
+        pools = [
+            " ".join(filter(None, [i["internal_api"], i.get("version")]))
+            + f" ({i.get('architecture') or i['user_api']}, {i['num_threads']} threads)"
             for i in threadpool_info()
-            if i["user_api"] == "blas"
-        )
+            if user_api is None or i["user_api"] == user_api
+        ]
     except Exception:  # pragma: no cover - informative only
-        blas = "unknown BLAS"
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        mem = float("nan")
+        return "unknown (threadpoolctl failed)"
+    return ", ".join(pools) or "none loaded"
+
+
+def machine_description() -> str:
+    """One line: CPU, cores, memory, Python, numpy and the BLAS pools."""
     return (
-        f"{cpu}; {len(os.sched_getaffinity(0))} cores usable; {mem:.0f} GiB RAM; "
-        f"Python {platform.python_version()}; numpy {np.__version__}; BLAS: {blas}"
+        f"{_cpu_model()}; {_usable_cores()} cores usable; {_memory_gib():.0f} GiB RAM; "
+        f"Python {platform.python_version()}; numpy {np.__version__}; "
+        f"BLAS: {thread_pools('blas')}"
     )
 
 
-def emit(text: str, write_results: bool) -> None:
-    """Print a results section and, when asked, append it to ``benchmarks/RESULTS.md``."""
-    print("\n" + text)
+def _git_state(path: Path) -> str:
+    """Short commit of the repository holding ``path``, and whether code there is modified."""
+    try:
+        run = dict(cwd=path, capture_output=True, text=True, timeout=10, check=True)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **run).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "dkrp", "benchmarks/*.py"],
+                               **run).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "not a git checkout"
+    return f"git {head}{' with uncommitted changes to dkrp/ or benchmarks/' if dirty else ''}"
+
+
+def software_description() -> str:
+    import dkrp
+
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    dkrp_root = Path(dkrp.__file__).resolve().parents[1]
+    return (
+        f"Python {platform.python_version()} ({platform.python_implementation()}); "
+        f"dkrp {getattr(dkrp, '__version__', '?')} from {dkrp_root} ({_git_state(dkrp_root)}); "
+        + "; ".join(versions)
+    )
+
+
+def command_line(script: str, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The command that reproduces a run: every option of ``parser`` with its value in ``args``.
+
+    Defaults are written out (so a later change of a default does not change what the
+    command means); options whose value is ``None`` (an unset optional setting) and flags
+    that are off are left out. The variables of :data:`ENV_VARS` set when the process
+    started go in front.
+    """
+    words = [f"{k}={shlex.quote(v)}" for k, v in ENV_AT_START.items()]
+    words += ["python", f"benchmarks/{script}"]
+    for action in parser._actions:  # argparse has no public way to list its options
+        if isinstance(action, argparse._HelpAction):
+            continue
+        value = getattr(args, action.dest, None)
+        if not action.option_strings:  # positional
+            if value is not None:
+                words.append(shlex.quote(str(value)))
+            continue
+        flag = max(action.option_strings, key=len)
+        if isinstance(action, argparse._StoreTrueAction):
+            if value:
+                words.append(flag)
+        elif value is not None:
+            words += [flag, shlex.quote(str(value))]
+    return " ".join(words)
+
+
+def section_header(title: str, command: str) -> str:
+    cores = _usable_cores()
+    now = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+    return "\n".join([
+        f"### {title}",
+        "",
+        f"- Command: `{command}`",
+        f"- Date: {now}",
+        f"- Machine: {_cpu_model()}; {cores} of {os.cpu_count()} logical cores usable; "
+        f"{_memory_gib():.0f} GiB RAM; {platform.platform()}",
+        f"- Software: {software_description()}",
+        f"- Thread pools (threadpoolctl): {thread_pools()}",
+        f"- 1-minute load average: {LOAD_AT_START:.2f} at the start, {_load_average():.2f} at "
+        f"the end (this run's own work included), on {cores} usable cores",
+    ])
+
+
+_START = "<!-- section: {name} -->"
+_END = "<!-- end section -->"
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def replace_section(text: str, name: str, section: str) -> str:
+    """``text`` (RESULTS.md) with section ``name`` replaced by ``section``, or appended."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"bad section name {name!r}")
+    start, end = _START.format(name=name), _END
+    block = f"{start}\n{section.strip()}\n{end}\n"
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.strip() == start]
+    if len(starts) > 1:
+        raise ValueError(f"section {name!r} appears {len(starts)} times in RESULTS.md")
+    if not starts:
+        return text.rstrip("\n") + ("\n\n" if text.strip() else "") + block
+    i = starts[0]
+    for j in range(i + 1, len(lines)):
+        stripped = lines[j].strip()
+        if stripped.startswith("<!-- section:"):
+            break
+        if stripped == end:
+            return "".join(lines[:i]) + block + "".join(lines[j + 1:])
+    raise ValueError(f"section {name!r} in RESULTS.md has no {end!r} before the next section")
+
+
+def emit(name: str, title: str, body: str, command: str, write_results: bool,
+         path: Path = RESULTS_MD) -> str:
+    """Print section ``name`` (generated header, then ``body``) and, when asked, put it in
+    RESULTS.md in place of that section's previous contents."""
+    section = section_header(title, command) + "\n\n" + body.strip() + "\n"
+    print("\n" + section, flush=True)
     if write_results:
-        path = Path(__file__).with_name("RESULTS.md")
-        with path.open("a") as f:
-            f.write("\n" + text)
-        print(f"appended to {path}")
+        text = path.read_text() if path.exists() else ""
+        new = replace_section(text, name, section)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(new)
+        tmp.replace(path)
+        how = "replaced" if _START.format(name=name) in text else "appended"
+        print(f"section {name!r} of {path} {how}")
+    return section

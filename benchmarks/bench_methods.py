@@ -27,14 +27,20 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_of, emit, machine_description, mnist_train  # noqa: E402
+from _common import (  # noqa: E402
+    best_of,
+    command_line,
+    emit,
+    machine_description,
+    mnist_train,
+)
 
 from dkrp.methods import METHODS, make_projector  # noqa: E402
 
@@ -58,7 +64,7 @@ CONFIGS = {
     "pca (k=784)": ("pca", dict(n_components=784), None, "k capped at d = 784"),
     "pca (k=100)": ("pca", dict(n_components=100), None, "for PCA-then-RBF-SVM"),
     "explicit": ("explicit", dict(degree=G, n_components=K), 500,
-                 "φ(x) ∈ R^614,656 + RP; 500 rows (the paper's test size), 1 run"),
+                 "φ(x) ∈ R^614,656 + RP; at most 500 rows (the paper's test size), 1 run"),
 }
 SIZES = (1000, 10000, 60000)
 
@@ -66,6 +72,15 @@ SIZES = (1000, 10000, 60000)
 def make(name):
     method, options, _, _ = CONFIGS[name]
     return make_projector(method, random_state=0, **options)
+
+
+def fit_new(factory, X):
+    """Build a fresh estimator with ``factory()`` and fit it on ``X`` (the timed unit of fit)."""
+    return factory().fit(X)
+
+
+def fit_n_features_new(name, n_features):
+    return make(name).fit_n_features(n_features)
 
 
 class _SklearnPCS:
@@ -92,22 +107,28 @@ def run_main_table(X, repeats):
     names = list(CONFIGS) + ["sklearn PolynomialCountSketch"]
     for name in names:
         if name == "sklearn PolynomialCountSketch":
-            est_factory, n_rows, note, kind = _SklearnPCS, None, "degree 2, gamma=1, coef0=0", False
+            est_factory, n_rows, kind = _SklearnPCS, None, False
+            note = "degree 2, gamma=1, coef0=0"
         else:
-            est_factory = lambda name=name: make(name)  # noqa: E731
+            est_factory = partial(make, name)
             n_rows, note = CONFIGS[name][2], CONFIGS[name][3]
             kind = METHODS[CONFIGS[name][0]].load().data_dependent
         reps = 1 if name == "explicit" else repeats
-        t_fit = best_of(lambda: est_factory().fit(X), reps)
+        t_fit = best_of(partial(fit_new, est_factory, X), reps)
         est = est_factory().fit(X)
         Xt = X if n_rows is None else X[:n_rows]
         est.transform(Xt[:50])  # compile/warm outside the timings
-        t_tr = best_of(lambda: est.transform(Xt), reps)
+        t_tr = best_of(partial(est.transform, Xt), reps)
         rows.append(dict(name=name, data_dependent=kind, fit=t_fit, transform=t_tr,
                          rows=Xt.shape[0], reps=reps, note=note))
         print(f"{name:30s} fit {t_fit:7.3f}s  transform {t_tr:7.3f}s on {Xt.shape[0]} rows",
               flush=True)
     return rows
+
+
+def fit_sizes(n_rows):
+    """The row counts of the fit-against-n table: SIZES, capped at the rows loaded."""
+    return sorted({min(n, n_rows) for n in SIZES})
 
 
 def run_fit_vs_n(X, repeats):
@@ -116,9 +137,10 @@ def run_fit_vs_n(X, repeats):
         if name == "explicit":
             continue
         cls = METHODS[CONFIGS[name][0]].load()
-        fits = [best_of(lambda n=n: make(name).fit(X[:n]), repeats) for n in SIZES]
+        fits = [best_of(partial(fit_new, partial(make, name), X[:n]), repeats)
+                for n in fit_sizes(X.shape[0])]
         fnf = (None if cls.data_dependent
-               else best_of(lambda: make(name).fit_n_features(X.shape[1]), repeats))
+               else best_of(partial(fit_n_features_new, name, X.shape[1]), repeats))
         out.append(dict(name=name, data_dependent=cls.data_dependent, fits=fits,
                         fit_n_features=fnf))
         print(f"{name:30s} fit vs n {' '.join(f'{t:.4f}' for t in fits)}"
@@ -126,12 +148,13 @@ def run_fit_vs_n(X, repeats):
     return out
 
 
-def format_tables(rows, fvn):
+def format_tables(rows, fvn, n_rows, n_features, repeats):
+    sizes = fit_sizes(n_rows)
     krp = next(r for r in rows if r["name"] == "krp")
     krp_rate = krp["rows"] / krp["transform"]
     lines = [
-        "| method | data-dependent | fit s (60,000 rows) | transform s | rows timed | rows/s | "
-        "transform rows/s, KRP ÷ method | note |",
+        f"| method | data-dependent | fit s ({n_rows:,} rows) | transform s | rows timed | "
+        "rows/s | transform rows/s, KRP ÷ method | note |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
@@ -139,17 +162,17 @@ def format_tables(rows, fvn):
         lines.append(
             f"| {r['name']} | {'yes' if r['data_dependent'] else 'no'} | {r['fit']:.3f} | "
             f"{r['transform']:.3f} | {r['rows']:,} | {rate:,.0f} | {krp_rate / rate:.2f} | "
-            f"{r['note']}{' (best of ' + str(r['reps']) + ')' if r['reps'] != 3 else ''} |"
+            f"{r['note']}{' (best of ' + str(r['reps']) + ')' if r['reps'] != repeats else ''} |"
         )
     lines += [
         "",
         "Fit time against n (seconds, best of the same repeats); the last column is "
-        "`fit_n_features(784)`, the data-independent methods' fit without X:",
+        f"`fit_n_features({n_features})`, the data-independent methods' fit without X:",
         "",
         "| method | data-dependent | "
-        + " | ".join(f"n={n:,}" for n in SIZES)
-        + f" | n={SIZES[-1]:,} ÷ n={SIZES[0]:,} | fit_n_features(784) |",
-        "|---|---|" + "---:|" * (len(SIZES) + 2),
+        + " | ".join(f"n={n:,}" for n in sizes)
+        + f" | n={sizes[-1]:,} ÷ n={sizes[0]:,} | fit_n_features({n_features}) |",
+        "|---|---|" + "---:|" * (len(sizes) + 2),
     ]
     for r in fvn:
         fits = r["fits"]
@@ -168,36 +191,38 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=60000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write-results", action="store_true",
-                        help="append the tables to benchmarks/RESULTS.md")
+                        help="replace this benchmark's section of benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     X, source = mnist_train(args.rows)
     X = np.ascontiguousarray(X)
     print(machine_description(), flush=True)
     rows = run_main_table(X, args.repeats)
     fvn = run_fit_vs_n(X, args.repeats)
-    table = format_tables(rows, fvn)
+    table = format_tables(rows, fvn, X.shape[0], X.shape[1], args.repeats)
+    sizes = fit_sizes(X.shape[0])
     indep = [r for r in fvn if not r["data_dependent"]]
     worst = max(indep, key=lambda r: r["fits"][-1] / r["fits"][0])
     summary = (
         f"- Data-independent methods' fit_n_features does not see the data; their fit(X) grows "
-        f"from n={SIZES[0]:,} to n={SIZES[-1]:,} by at most {worst['fits'][-1] / worst['fits'][0]:.1f}× "
-        f"({worst['name']}: {worst['fits'][0]:.4f} → {worst['fits'][-1]:.4f} s), which is the "
-        "O(n·d) input check, against the data-dependent methods' "
+        f"from n={sizes[0]:,} to n={sizes[-1]:,} by at most "
+        f"{worst['fits'][-1] / worst['fits'][0]:.1f}× "
+        f"({worst['name']}: {worst['fits'][0]:.4f} → {worst['fits'][-1]:.4f} s), against the "
+        "data-dependent methods' "
         + ", ".join(f"{r['name']} {r['fits'][-1] / r['fits'][0]:.1f}×"
                     for r in fvn if r["data_dependent"])
         + "."
     )
-    header = (
-        f"### Every method on the MNIST shape: fit and transform, {X.shape[0]:,} × {X.shape[1]} "
-        f"({source}), g={G}, k={K}, p={P}, t={T} where applicable, float64\n\n"
-        f"{datetime.date.today().isoformat()} · `python benchmarks/bench_methods.py"
-        f"{' --rows ' + str(args.rows) if args.rows != 60000 else ''}"
-        f"{' --repeats ' + str(args.repeats) if args.repeats != 3 else ''}` · best of "
-        f"{args.repeats} unless said\n\nMachine: {machine_description()}. Shared with other "
-        "jobs (tests ran concurrently): timings are noisy; each is the least-disturbed run.\n"
+    title = (
+        f"Every method on the MNIST shape: fit and transform, {X.shape[0]:,} × {X.shape[1]} "
+        f"({source}), g={G}, k={K}, p={P}, t={T} where applicable, float64"
     )
-    text = header + "\n" + table + "\n\n" + summary + "\n"
-    emit(text, args.write_results)
+    body = (
+        f"Each figure: best of {args.repeats} runs in one process unless the note says "
+        "otherwise; methods too costly for all rows are timed on fewer (\"rows timed\"), "
+        "never extrapolated.\n\n" + table + "\n\n" + summary
+    )
+    emit("bench_methods", title, body, command_line("bench_methods.py", parser, args),
+         args.write_results)
 
 
 if __name__ == "__main__":

@@ -16,25 +16,40 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import best_of, emit, machine_description, mnist_train  # noqa: E402
+from _common import best_of, command_line, emit, mnist_train  # noqa: E402
 
 import dkrp  # noqa: E402
 from dkrp._threading import limit_threads  # noqa: E402
+
+
+def floor(Xd, S, n_components):
+    """The floor: the bare GEMM ``X @ S.T`` plus allocating and writing the n × k output."""
+    P = Xd @ S.T
+    out = np.empty((Xd.shape[0], n_components), dtype=Xd.dtype)
+    out.fill(1.0)
+    return P, out
+
+
+def timed(fn, limit, repeats):
+    """Best of ``repeats`` calls of ``fn``, under a thread limit when ``limit`` is not None."""
+    if limit is None:
+        return best_of(fn, repeats)
+    with threadpool_limits(limits=limit), limit_threads(limit):
+        return best_of(fn, repeats)
 
 
 def run(X, degree, n_hyperplanes, n_components, n_terms, repeats):
     from sklearn.kernel_approximation import Nystroem, PolynomialCountSketch, RBFSampler
 
     rows = []
-    n = X.shape[0]
     for dtype in (np.float32, np.float64):
         Xd = np.ascontiguousarray(X, dtype=dtype)
         krp = dkrp.PolynomialRandomProjection(
@@ -42,35 +57,25 @@ def run(X, degree, n_hyperplanes, n_components, n_terms, repeats):
             n_terms=n_terms, random_state=0,
         ).fit(Xd[:10])
         S = np.ascontiguousarray(krp.hyperplanes_, dtype=dtype)
-
-        def floor():
-            P = Xd @ S.T
-            out = np.empty((n, n_components), dtype=dtype)
-            out.fill(1.0)
-            return P, out
-
         krp.transform(Xd[:100])  # compile the gather kernel outside the timings
         rff = dkrp.RandomFourierFeatures(gamma=1.0 / 784, n_components=n_components,
                                          random_state=0).fit(Xd[:10])
-        pcs = PolynomialCountSketch(degree=2, n_components=n_components, random_state=0).fit(Xd[:10])
+        pcs = PolynomialCountSketch(degree=2, n_components=n_components,
+                                    random_state=0).fit(Xd[:10])
         nys = Nystroem(kernel="poly", degree=2, gamma=1.0, coef0=0, n_components=n_components,
                        random_state=0).fit(Xd[: max(n_components, 2000)])
         rbf = RBFSampler(gamma=1.0 / 784, n_components=n_components, random_state=0).fit(Xd[:10])
         for threads_label, limit in (("all", None), ("1", 1)):
-            def timed(fn):
-                if limit is None:
-                    return best_of(fn, repeats)
-                with threadpool_limits(limits=1), limit_threads(1):
-                    return best_of(fn, repeats)
-
-            t_floor = timed(floor)
-            entries = [
-                ("floor: GEMM + write output", t_floor),
-                ("dkrp KRP transform", timed(lambda: krp.transform(Xd))),
-                ("dkrp RFF transform", timed(lambda: rff.transform(Xd))),
-                ("sklearn PolynomialCountSketch", timed(lambda: pcs.transform(Xd))),
-                ("sklearn Nystroem(poly)", timed(lambda: nys.transform(Xd))),
-                ("sklearn RBFSampler", timed(lambda: rbf.transform(Xd))),
+            t_floor = timed(partial(floor, Xd, S, n_components), limit, repeats)
+            entries = [("floor: GEMM + write output", t_floor)] + [
+                (name, timed(partial(est.transform, Xd), limit, repeats))
+                for name, est in (
+                    ("dkrp KRP transform", krp),
+                    ("dkrp RFF transform", rff),
+                    ("sklearn PolynomialCountSketch", pcs),
+                    ("sklearn Nystroem(poly)", nys),
+                    ("sklearn RBFSampler", rbf),
+                )
             ]
             for name, t in entries:
                 rows.append((np.dtype(dtype).name, threads_label, name, t, t / t_floor))
@@ -96,7 +101,7 @@ def main(argv=None):
     parser.add_argument("--n-terms", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write-results", action="store_true",
-                        help="append the table to benchmarks/RESULTS.md")
+                        help="replace this benchmark's section of benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     X, source = mnist_train(args.rows)
     rows = run(X, args.degree, args.n_hyperplanes, args.n_components, args.n_terms, args.repeats)
@@ -108,15 +113,16 @@ def main(argv=None):
         f"PolynomialCountSketch / KRP = {pcs[(dt, th)][3] / krp[(dt, th)][3]:.1f}×"
         for dt, th in krp
     ]
-    header = (
-        f"### KRP transform, {X.shape[0]:,} × {X.shape[1]} ({source}), g={args.degree}, "
-        f"p={args.n_hyperplanes}, k={args.n_components}, t={args.n_terms}\n\n"
-        f"{datetime.date.today().isoformat()} · `python benchmarks/bench_transform.py"
-        f"{' --rows ' + str(args.rows) if args.rows != 60000 else ''}` · best of "
-        f"{args.repeats}\n\nMachine: {machine_description()}\n"
+    title = (
+        f"KRP transform, {X.shape[0]:,} × {X.shape[1]} ({source}), g={args.degree}, "
+        f"p={args.n_hyperplanes}, k={args.n_components}, t={args.n_terms}"
     )
-    text = header + "\n" + table + "\n\n" + "\n".join(summary) + "\n"
-    emit(text, args.write_results)
+    body = (
+        f"Each figure: best of {args.repeats} runs in one process; × floor is to the floor of "
+        "the same dtype and thread setting.\n\n" + table + "\n\n" + "\n".join(summary)
+    )
+    emit("bench_transform", title, body, command_line("bench_transform.py", parser, args),
+         args.write_results)
 
 
 if __name__ == "__main__":
