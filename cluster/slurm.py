@@ -11,12 +11,16 @@ The output store must be on a file system every node sees.
 from __future__ import annotations
 
 import argparse
+import os
 
 
-def make_cluster(jobs: int, queue: str | None, account: str | None, walltime: str):
-    from dask_jobqueue import SLURMCluster
+def cluster_options(queue: str | None, account: str | None, walltime: str, **overrides) -> dict:
+    """Keyword arguments of ``dask_jobqueue.SLURMCluster`` for dkrp jobs (tested).
 
-    cluster = SLURMCluster(
+    One single-threaded worker process per core (DKRP_NUM_THREADS=1 and the BLAS
+    pools pinned to one thread, so tasks never oversubscribe a node), TLS on.
+    """
+    options = dict(
         queue=queue,
         account=account,
         cores=8,                      # threads per job = processes * threads
@@ -24,12 +28,22 @@ def make_cluster(jobs: int, queue: str | None, account: str | None, walltime: st
         memory="32GiB",
         walltime=walltime,
         security=True,                # temporary TLS certificates; tls:// everywhere
+        # the certificates must be on a file system the compute nodes see
+        shared_temp_directory=os.path.expanduser("~/.dkrp-dask-tls"),
         job_script_prologue=[
             "export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1",
             "export DKRP_NUM_THREADS=1",
         ],
         log_directory="dask-logs",
     )
+    options.update(overrides)
+    return options
+
+
+def make_cluster(jobs: int, queue: str | None, account: str | None, walltime: str):
+    from dask_jobqueue import SLURMCluster
+
+    cluster = SLURMCluster(**cluster_options(queue, account, walltime))
     cluster.scale(jobs=jobs)
     return cluster
 
