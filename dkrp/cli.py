@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -35,6 +36,67 @@ def _user_errors():
             ImportError, NotADirectoryError, PermissionError)
 
 
+#: Library wording -> command-line wording, applied to every error the CLI prints.
+_CLI_WORDING = [
+    (re.compile(r"pass overwrite=True \(--overwrite[^)]*\)"), "pass --overwrite"),
+    (re.compile(r"pass overwrite=True / --overwrite"), "pass --overwrite"),
+    (re.compile(r"overwrite=True \(--overwrite\)"), "--overwrite"),
+    (re.compile(r"\(or pass retries=N, --retries N,"), "(or pass --retries N"),
+    (re.compile(r"drop_columns=\[?'([^']*)'\]?"), r"--drop-column \1"),
+    (re.compile(r"drop_columns="), "--drop-column"),
+    (re.compile(r"label_column="), "--label-column "),
+    (re.compile(r"\bn_features=(\d+)"), r"--n-features \1"),
+    (re.compile(r", or pass allow_incomplete=True to (inspect|open) it( anyway)?"),
+     " (dkrp info shows how far it got)"),
+]
+
+
+def _cli_wording(message: str) -> str:
+    """Say ``--drop-column`` where the library says ``drop_columns=``, and so on."""
+    for pattern, replacement in _CLI_WORDING:
+        message = pattern.sub(replacement, message)
+    return message
+
+
+def _error_message(exc: BaseException) -> str:
+    """One or two lines: what failed, where, and what to do."""
+    if isinstance(exc, _user_errors()):
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, (FileNotFoundError, PermissionError)) and exc.filename:
+            text = f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
+                ("No ", "Input")) else text
+        return _cli_wording(text)
+    if isinstance(exc, EOFError):
+        return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
+                "file against its checksum; rerun with -v for where it happened.")
+    return (f"{type(exc).__name__}: {exc}. This is unexpected: rerun with -v for the "
+            "traceback and report it.")
+
+
+class _Group(click.Group):
+    """Every error reaching the command line becomes one or two lines; -v adds the traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
+            raise
+        except click.ClickException as exc:
+            if ctx.params.get("verbose") and exc.__cause__ is not None:
+                _print_traceback(exc.__cause__)
+            raise
+        except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+            if ctx.params.get("verbose"):
+                _print_traceback(exc)
+            raise click.ClickException(_error_message(exc)) from exc
+
+
+def _print_traceback(exc):
+    import traceback
+
+    traceback.print_exception(exc, file=sys.stderr)
+
+
 @contextlib.contextmanager
 def _as_click_errors():
     try:
@@ -42,7 +104,7 @@ def _as_click_errors():
     except click.ClickException:
         raise
     except _user_errors() as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(_cli_wording(str(exc))) from exc
 
 
 def _cluster_options(func):
@@ -88,7 +150,7 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit):
         raise
 
 
-@click.group(name="dkrp", context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(name="dkrp", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
              short_help="Distributed kernelized random projections on Dask (dkrp).")
 @click.version_option(package_name="dkrp", message="dkrp %(version)s")
 @click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")

@@ -1,0 +1,54 @@
+"""Errors reaching the command line: one or two lines saying what failed, where and what to
+do, in the CLI's own words; a traceback only with -v (issue 10, cases 3 and 6)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from dkrp.cli import _error_message
+
+
+def _dkrp(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "dkrp", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def truncated_bz2(tmp_path):
+    import bz2
+
+    text = b"".join(b"%d 1:0.5 3:1.25\n" % (i % 2) for i in range(20000))
+    data = bz2.compress(text)
+    path = tmp_path / "part.svm.bz2"
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def test_truncated_compressed_input_says_so_without_traceback(tmp_path, truncated_bz2):
+    run = _dkrp("ingest", truncated_bz2, tmp_path / "out.zarr", cwd=tmp_path)
+    assert run.returncode == 1
+    err = run.stderr.strip().splitlines()
+    assert len(err) <= 2, run.stderr
+    assert "truncated or corrupt" in run.stderr and str(truncated_bz2) in run.stderr
+    assert "Traceback" not in run.stderr and "Aborted" not in run.stderr
+    assert not (tmp_path / "out.zarr").exists()
+
+    verbose = _dkrp("-v", "ingest", truncated_bz2, tmp_path / "out.zarr", cwd=tmp_path)
+    assert verbose.returncode == 1
+    assert "Traceback" in verbose.stderr and "EOFError" in verbose.stderr
+
+
+def test_csv_errors_use_the_command_line_names(tmp_path):
+    src = tmp_path / "cells.csv"
+    src.write_text("Id,a,b,label\n1,0.5,0.25,1\n2,0.1,oops,1\n")
+    run = _dkrp("ingest", src, tmp_path / "out.zarr", "--label-column", "label",
+                "--drop-column", "Id", cwd=tmp_path)
+    assert run.returncode == 1
+    assert "line 3" in run.stderr and "'oops'" in run.stderr
+    assert "--drop-column b" in run.stderr and "drop_columns" not in run.stderr
+
+
+def test_unexpected_errors_ask_for_minus_v():
+    message = _error_message(RuntimeError("boom"))
+    assert "RuntimeError: boom" in message and "-v" in message
