@@ -16,6 +16,7 @@ from .features import (  # noqa: E402
     PolynomialRandomProjection,
     RandomFourierFeatures,
     RandomMaclaurin,
+    SphericalRandomFeatures,
     TensorSketch,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
     "RandomMaclaurin",
+    "SphericalRandomFeatures",
     "TensorSketch",
     "SpecError",
     "from_spec",
