@@ -1,6 +1,7 @@
 """Issue 12 experiments: SRF surrogate floors, USPS kernel MSE vs D, linear SVM vs exact SVC.
 
-Usage (from the repository root; USPS needs h5py)::
+Usage (from the repository root; USPS needs h5py, and DKRP_DATA_DIR when run outside
+the main checkout)::
 
     python pipelines/experiments/srf_usps.py floors
     python pipelines/experiments/srf_usps.py mse --degrees 3 10 20 --seeds 10
