@@ -16,6 +16,7 @@ from .features import (  # noqa: E402
     PolynomialRandomProjection,
     RandomFourierFeatures,
     RandomMaclaurin,
+    SphericalRandomFeatures,
     TensorSketch,
 )
 from .jobs import featurize_to_store  # noqa: E402
@@ -30,6 +31,7 @@ __all__ = [
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
     "RandomMaclaurin",
+    "SphericalRandomFeatures",
     "TensorSketch",
     "featurize_to_store",
     "SpecError",

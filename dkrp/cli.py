@@ -269,6 +269,8 @@ def _parse_float_or(name, value, word):
               help="Kernel for methods that take one: homogeneous_polynomial, polynomial, "
                    "gaussian or laplacian (see `dkrp methods`).")
 @click.option("--gamma", help="Kernel width (a number or 'scale').")
+@click.option("--scale", type=float,
+              help="srf: the polynomial kernel's a >= 2, (1 - ||x - y||^2 / a^2)^degree.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Random seed; the same seed gives the same features on any cluster.")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]),
@@ -282,8 +284,8 @@ def _parse_float_or(name, value, word):
               help="Replace a store made by another spec or input (default: refuse).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
-              distribution, density, pool, index_design, kernel, gamma, seed, dtype, scheduler,
-              scheduler_file, n_workers, memory_limit, retries, overwrite, quiet):
+              distribution, density, pool, index_design, kernel, gamma, scale, seed, dtype,
+              scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite, quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
     Only the method's seed and parameters (a JSON spec of a few KB) go to the
@@ -320,7 +322,8 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         projector = make_projector(
             method, degree=degree, n_components=n_components, n_hyperplanes=n_hyperplanes,
             n_terms=n_terms, distribution=distribution, density=density, pool=pool,
-            index_design=index_design, kernel=kernel, gamma=gamma, random_state=seed,
+            index_design=index_design, kernel=kernel, gamma=gamma, scale=scale,
+            random_state=seed,
         )
         # the cluster starts only when there is work for it: a mismatched store is
         # refused, and a finished one confirmed, without one
@@ -439,6 +442,7 @@ OPTION_FLAGS = {
     "index_design": "--index-design",
     "kernel": "--kernel",
     "gamma": "--gamma",
+    "scale": "--scale",
     "random_state": "--seed",
 }
 

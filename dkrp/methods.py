@@ -78,6 +78,11 @@ METHODS = {
         "TensorSketch for polynomial kernels (Pham & Pagh 2013)",
         ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
     ),
+    "srf": MethodInfo(
+        "dkrp.features.spherical:SphericalRandomFeatures",
+        "Spherical Random Features, polynomial kernel on the unit sphere (Pennington 2015)",
+        ("degree", "scale", "n_components", "n_terms", "feature_map", "random_state"),
+    ),
     "pca": MethodInfo(
         "dkrp.baselines.pca:PCAProjector",
         "PCA (covariance eigendecomposition) for the PCA-then-kernel-SVM comparison",

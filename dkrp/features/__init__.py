@@ -4,6 +4,7 @@ from .fourier import RandomFourierFeatures
 from .independent import IndependentPolynomialProjection
 from .maclaurin import RandomMaclaurin
 from .polynomial import ExplicitPolynomialProjection, PolynomialRandomProjection
+from .spherical import SphericalRandomFeatures
 from .tensorsketch import TensorSketch
 
 __all__ = [
@@ -12,5 +13,6 @@ __all__ = [
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
     "RandomMaclaurin",
+    "SphericalRandomFeatures",
     "TensorSketch",
 ]

@@ -239,22 +239,47 @@ class RandomFourierFeatures(BaseProjector):
         return np.asarray(X @ self._cast("weights", self.random_weights_, dtype).T)
 
     def _transform_array(self, X):
-        dtype = X.dtype
-        b = self._cast("offset", self.random_offset_, dtype)
-        scale = np.asarray(math.sqrt(2.0 / self.n_components), dtype=dtype)
-        m = self._n_frequencies
-        out = np.empty((X.shape[0], self.n_components), dtype=dtype)
-        cos_only = self.feature_map == "cos"
+        return cosine_features(
+            X.shape[0], X.dtype,
+            lambda start, stop: self._project_block(X[start:stop], X.dtype),
+            self._cast("offset", self.random_offset_, X.dtype),
+            self.n_components, self.feature_map, math.sqrt(2.0 / self.n_components),
+        )
 
-        def work(start, stop):
-            proj = self._project_block(X[start:stop], dtype)
-            if cos_only:
-                proj += b
-                np.cos(proj, out=out[start:stop])
-            else:
-                np.cos(proj, out=out[start:stop, :m])
-                np.sin(proj, out=out[start:stop, m:])
-            out[start:stop] *= scale
 
-        run_row_blocks(X.shape[0], ROW_BLOCK, work)
-        return out
+def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, scale):
+    """``scale * cos(project(X) + offset)`` (or the cos/sin pair), by row blocks.
+
+    Shared by the maps whose features are random Fourier features of some density
+    (:class:`RandomFourierFeatures`, :class:`dkrp.SphericalRandomFeatures`).
+
+    Parameters
+    ----------
+    n_rows : int
+    dtype : float32 or float64
+    project : callable
+        ``project(start, stop)`` returns ``X[start:stop] @ W.T`` as a new array of
+        ``dtype`` (rows ``start:stop`` of the input).
+    offset : ndarray of shape (n_frequencies,), dtype of ``X``
+    n_components : int
+    feature_map : {"cos", "cos_sin"}
+    scale : float
+        Multiplies every feature (``sqrt(2 / D)`` for a probability density).
+    """
+    scale = np.asarray(scale, dtype=dtype)
+    m = n_components // 2 if feature_map == "cos_sin" else n_components
+    out = np.empty((n_rows, n_components), dtype=dtype)
+    cos_only = feature_map == "cos"
+
+    def work(start, stop):
+        proj = project(start, stop)
+        if cos_only:
+            proj += offset
+            np.cos(proj, out=out[start:stop])
+        else:
+            np.cos(proj, out=out[start:stop, :m])
+            np.sin(proj, out=out[start:stop, m:])
+        out[start:stop] *= scale
+
+    run_row_blocks(n_rows, ROW_BLOCK, work)
+    return out

@@ -1,0 +1,371 @@
+r"""The offline step of Spherical Random Features: fit the surrogate kernel, sample radii.
+
+Pennington, Yu & Kumar (NIPS 2015) approximate the polynomial kernel on the unit
+sphere, :math:`K(z) = (1 - z^2/a^2)^p` with :math:`z = \|x - y\| \in [0, 2]`, by a
+shift-invariant surrogate whose Fourier transform is a non-negative radial density.
+Everything here depends on :math:`(d, p, a, N)` only: no data and no seed.
+
+Notation and conventions (every constant below follows from them)
+-----------------------------------------------------------------
+* Fourier convention :math:`\hat K(z) = \int p(w) \cos(w^T z)\,dw`. The Gaussian
+  :math:`c\,e^{-\sigma^2\|z\|^2}` is then :math:`c` times the density of
+  :math:`N(0, 2\sigma^2 I_d)`, i.e. :math:`p(w) = \sum_i c_i (4\pi\sigma_i^2)^{-d/2}
+  e^{-\|w\|^2/(4\sigma_i^2)}` (the review's :math:`(\sqrt2\sigma_i)^{-d}` prefactor is
+  another normalisation of the same transform; only shapes and total mass matter).
+* Negative :math:`c_i` are allowed and the density is clipped,
+  :math:`p_+ = \max(0, p)`, exactly as in the paper; the *fitted* surrogate is the
+  kernel of :math:`p_+`, not :math:`\sum_i c_i e^{-\sigma_i^2 z^2}`.
+* We work with the density of the radius :math:`r = \|w\|`,
+  :math:`q(r) = |S^{d-1}|\, r^{d-1} p_+(r) = \max(0, \sum_i c_i f_i(r))`, where
+  :math:`f_i` is the density of :math:`\sqrt2\sigma_i\chi_d` (evaluated in log
+  space, so nothing overflows for :math:`d` in the thousands). The Hankel transform
+  of a radial density is then
+  :math:`\hat K(z) = \int_0^\infty q(r)\,\Omega_d(rz)\,dr` with
+  :math:`\Omega_d(t) = \Gamma(\nu+1)(2/t)^\nu J_\nu(t) = {}_0F_1(;\nu+1;-t^2/4)`,
+  :math:`\nu = d/2 - 1`, the characteristic function of a uniform direction on the
+  sphere (:func:`sphere_cf`). This is the paper's
+  :math:`\int w\,p(w)(w/z)^{d/2-1} J_{d/2-1}(wz)\,dw` with the factors that explode
+  for large :math:`d` (:math:`w^{d/2}`, :math:`z^{1-d/2}`, :math:`\Gamma(d/2)`) moved
+  into :math:`q` and :math:`\Omega_d`, which are both bounded.
+* The mass :math:`M = \int q = \hat K(0)` is not 1: radii are drawn from
+  :math:`q / M` and the features are scaled by :math:`\sqrt M`.
+
+Why no ``scipy.special.ive``: the Hankel transform needs :math:`J_\nu` of a real
+argument, not :math:`I_\nu`. For large :math:`\nu` and :math:`t < \nu` both
+``jv`` and ``ive`` underflow (``ive(2047, 400) == 0``) while :math:`\Omega_d(t)`
+is still :math:`\approx 3\cdot10^{-9}`; :func:`sphere_cf` therefore uses the power
+series where it is exact to 1e-13, ``jv`` in log space where ``jv`` does not
+underflow, and the log-space Debye expansion of :math:`J_\nu` elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+from scipy import special as sc
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "Surrogate",
+    "fit_surrogate",
+    "polynomial_kernel",
+    "radial_grid",
+    "radial_density",
+    "sphere_cf",
+    "surrogate_kernel",
+]
+
+#: The objective and its gradient are evaluated at these many Simpson nodes on [0, 2].
+N_Z = 129
+#: Deterministic restarts of L-BFGS (the fit is sensitive to initialisation).
+N_RESTARTS = 4
+#: Bounds on sigma_i, relative to sigma_0 = sqrt(p) / a (K(z) ~ exp(-sigma_0^2 z^2)).
+SIGMA_RANGE = (1.0 / 16.0, 4.0)
+#: Tail mass of each component left outside the radial grid.
+TAIL = 1e-14
+
+
+def polynomial_kernel(z, degree, scale):
+    r"""The exact kernel :math:`(1 - z^2/a^2)^p` at distances ``z`` (``z`` in [0, 2])."""
+    z = np.asarray(z, dtype=np.float64)
+    return (1.0 - (z / scale) ** 2) ** degree
+
+
+def sphere_cf(nu, t):
+    r""":math:`\Omega(t) = {}_0F_1(;\nu+1;-t^2/4) = \Gamma(\nu+1)(2/t)^\nu J_\nu(t)`.
+
+    The characteristic function of a uniform direction on :math:`S^{d-1}`
+    (:math:`\nu = d/2 - 1`), bounded by 1 in absolute value. Three regimes:
+
+    * power series for :math:`t^2/4 \le (\nu + 1)/4` (terms shrink at least 4-fold
+      each, no cancellation);
+    * ``scipy.special.jv`` combined in log space with
+      :math:`\log\Gamma(\nu+1) + \nu\log(2/t)`, where ``jv`` does not underflow;
+    * the Debye expansion of :math:`\log J_\nu(\nu\,\mathrm{sech}\,\alpha)`
+      (DLMF 10.19.3, terms up to :math:`\nu^{-3}`) where it does, which happens only
+      deep in :math:`t \ll \nu` (there its relative error is below 1e-9).
+    """
+    t = np.abs(np.asarray(t, dtype=np.float64))
+    shape = t.shape
+    t = t.ravel()
+    out = np.empty_like(t)
+    b = nu + 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # t = 0 is in the series part
+        logpref = sc.gammaln(b) + nu * np.log(2.0 / t)
+    cand = 0.25 * t * t <= 0.25 * b
+    ts = t[cand]
+    x = -0.25 * ts * ts
+    term = np.ones_like(ts)
+    acc = np.ones_like(ts)
+    for k in range(1, 200):
+        term = term * x / (k * (b + k - 1.0))
+        acc += term
+        if not np.any(np.abs(term) > 1e-17):
+            break
+    out[cand] = acc
+    rest = ~cand
+    if rest.any():
+        tr = t[rest]
+        lp = logpref[rest]
+        j = sc.jv(nu, tr)
+        with np.errstate(divide="ignore"):
+            lj = np.log(np.abs(j))
+        ok = np.isfinite(lj) & (lj > -690.0)
+        vals = np.empty_like(tr)
+        vals[ok] = np.sign(j[ok]) * np.exp(lp[ok] + lj[ok])
+        deb = ~ok
+        if deb.any():
+            ratio = tr[deb] / nu  # < 1: jv underflows only well before the turning point
+            th = np.sqrt(1.0 - ratio * ratio)  # tanh(alpha)
+            alpha = np.arccosh(1.0 / ratio)
+            p = 1.0 / th
+            u1 = (3 * p - 5 * p**3) / 24
+            u2 = (81 * p**2 - 462 * p**4 + 385 * p**6) / 1152
+            u3 = (30375 * p**3 - 369603 * p**5 + 765765 * p**7 - 425425 * p**9) / 414720
+            series_sum = 1 + u1 / nu + u2 / nu**2 + u3 / nu**3
+            lj_deb = nu * (th - alpha) - 0.5 * np.log(2 * np.pi * nu * th) + np.log(series_sum)
+            vals[deb] = np.exp(lp[deb] + lj_deb)
+        out[rest] = vals
+    return out.reshape(shape)
+
+
+#: Step of the Omega_d table; cubic Hermite interpolation with exact derivatives errs
+#: by at most step^4 / 384 * E[s^4] <= 3e-7 / (d (d + 2)) (Omega_d has bandwidth 1).
+OMEGA_STEP = 0.05
+
+
+def omega_table(nu, t):
+    r""":func:`sphere_cf` at ``t >= 0`` by cubic Hermite interpolation of a table.
+
+    The table holds :math:`\Omega_\nu` and its derivative
+    :math:`-t\,\Omega_{\nu+1}(t) / (2(\nu+1))` every ``OMEGA_STEP`` up to
+    ``max(t)``: far fewer Bessel evaluations than one per (r, z) pair.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    n = int(math.ceil(float(t.max(initial=0.0)) / OMEGA_STEP)) + 2
+    grid = np.arange(n) * OMEGA_STEP
+    y = sphere_cf(nu, grid)
+    m = -grid * sphere_cf(nu + 1.0, grid) / (2.0 * (nu + 1.0)) * OMEGA_STEP
+    pos = t / OMEGA_STEP
+    i = np.minimum(pos.astype(np.int64), n - 2)
+    u = pos - i
+    u2 = u * u
+    u3 = u2 * u
+    return ((2 * u3 - 3 * u2 + 1) * y[i] + (u3 - 2 * u2 + u) * m[i]
+            + (3 * u2 - 2 * u3) * y[i + 1] + (u3 - u2) * m[i + 1])
+
+
+def _sigma_bounds(degree, scale):
+    sigma0 = math.sqrt(degree) / scale
+    return sigma0 * SIGMA_RANGE[0], sigma0 * SIGMA_RANGE[1]
+
+
+def radial_grid(d, degree, scale, *, refine=1):
+    """Nodes ``r`` (uniform in ``log r``) and trapezoid weights for integrals over ``r``.
+
+    The grid covers every component allowed by the sigma bounds up to a tail mass of
+    ``TAIL`` on each side, with a log step of ``1/(4 sqrt(2d))`` (a quarter of the
+    log-width of a chi_d radius) or finer where :math:`\\Omega_d(rz)` still oscillates
+    with non-negligible amplitude (small ``d``). ``refine`` divides the step.
+    """
+    lo, hi = _sigma_bounds(degree, scale)
+    x_lo = math.sqrt(2.0 * sc.gammaincinv(d / 2.0, TAIL))
+    x_hi = math.sqrt(2.0 * sc.gammainccinv(d / 2.0, TAIL))
+    log_lo = math.log(math.sqrt(2.0) * lo * x_lo)
+    log_hi = math.log(math.sqrt(2.0) * hi * x_hi)
+    r_max = math.exp(log_hi)
+    step = min(0.05, 1.0 / (4.0 * math.sqrt(2.0 * d)))
+    nu = d / 2.0 - 1.0
+    if nu < 128 and 2.0 * r_max > nu:  # Omega_d(t) oscillates for t > nu with visible size
+        step = min(step, 0.5 / r_max)
+    n = int(math.ceil((log_hi - log_lo) / step * refine)) + 1
+    n = min(max(n, 257), 8001 * refine)
+    log_r = np.linspace(log_lo, log_hi, n)
+    r = np.exp(log_r)
+    w = r * (log_r[1] - log_r[0])
+    w[0] *= 0.5
+    w[-1] *= 0.5
+    return r, w
+
+
+def _log_chi_pdfs(r, sigma, d):
+    """log density at ``r`` of ``sqrt(2) sigma_i chi_d`` (one row per sigma_i)."""
+    s = np.sqrt(2.0) * np.asarray(sigma)[:, None]
+    const = (d / 2.0 - 1.0) * math.log(2.0) + sc.gammaln(d / 2.0)
+    x = r[None, :] / s
+    return (d - 1.0) * np.log(x) - 0.5 * x * x - const - np.log(s)
+
+
+def radial_density(r, sigma, coef, d):
+    r"""Clipped radial density :math:`q(r) = \max(0, \sum_i c_i f_i(r))` at ``r``."""
+    f = np.exp(_log_chi_pdfs(np.asarray(r, dtype=np.float64), sigma, d))
+    return np.maximum(np.asarray(coef) @ f, 0.0)
+
+
+def surrogate_kernel(z, sigma, coef, d, degree, scale, *, refine=4):
+    r"""The fitted surrogate :math:`\hat K(z) = \int q(r)\Omega_d(rz)\,dr` (clipped density).
+
+    Computed by quadrature on the refined radial grid, the grid the sampler uses, so
+    this is the kernel that the features estimate without bias.
+    """
+    r, w = radial_grid(d, degree, scale, refine=refine)
+    q = radial_density(r, sigma, coef, d) * w
+    z = np.atleast_1d(np.asarray(z, dtype=np.float64))
+    return omega_table(d / 2.0 - 1.0, z[:, None] * r[None, :]) @ q
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    """A fitted surrogate: ``sigma``, ``coef`` and what the fit achieved."""
+
+    sigma: tuple
+    coef: tuple
+    objective: float  # 1/2 int_0^2 (K - K_hat)^2 dz
+    max_error: float  # max |K - K_hat| on 401 points of [0, 2]
+    mass: float  # int q = K_hat(0)
+    restarts: int
+
+
+def _simpson(n):
+    z = np.linspace(0.0, 2.0, n)
+    h = z[1] - z[0]
+    w = np.full(n, 2.0)
+    w[1:-1:2] = 4.0
+    w[0] = w[-1] = 1.0
+    return z, w * h / 3.0
+
+
+def _initial_points(n_terms, degree, scale, z, k, omega):
+    """Deterministic starts.
+
+    First the best non-negative mixture of Gaussians from a dictionary of 200
+    log-spaced sigmas (a convex NNLS problem: with :math:`c \\ge 0` nothing is
+    clipped and :math:`\\hat K(z) = \\sum_i c_i e^{-\\sigma_i^2 z^2}` exactly), reduced
+    to its ``n_terms`` largest atoms; then log-spaced sigmas of several spreads
+    around :math:`\\sqrt p / a` with :math:`c` from ridge least squares.
+    """
+    sigma0 = math.sqrt(degree) / scale
+    lo, hi = _sigma_bounds(degree, scale)
+    sw = np.sqrt(omega)
+    dictionary = np.exp(np.linspace(math.log(lo), math.log(hi), 200))
+    basis = np.exp(-(dictionary**2)[None, :] * (z * z)[:, None])
+    coef = optimize.nnls(basis * sw[:, None], k * sw, maxiter=5000)[0]
+    atoms = np.flatnonzero(coef > 0)
+    if atoms.size > n_terms:
+        atoms = np.sort(atoms[np.argsort(-coef[atoms], kind="stable")[:n_terms]])
+        coef_sub = optimize.nnls(basis[:, atoms] * sw[:, None], k * sw, maxiter=5000)[0]
+    else:
+        coef_sub = coef[atoms]
+    log_s = np.log(dictionary[atoms])
+    pad = n_terms - atoms.size
+    if pad:
+        log_s = np.concatenate([log_s, math.log(sigma0) + np.linspace(-1.0, 0.5, pad)])
+        coef_sub = np.concatenate([coef_sub, np.zeros(pad)])
+    starts = [np.concatenate([log_s, coef_sub])]
+    spreads = [(-1.0, 0.5), (-2.0, 0.3), (-0.5, 0.5)]
+    for a, b in spreads[: N_RESTARTS - 1]:
+        log_s = np.clip(math.log(sigma0) + np.linspace(a, b, n_terms), math.log(lo),
+                        math.log(hi))
+        basis = np.exp(-np.exp(2 * log_s)[None, :] * (z * z)[:, None])
+        coef = np.linalg.lstsq(
+            np.vstack([basis * sw[:, None], 1e-3 * np.eye(n_terms)]),
+            np.concatenate([k * sw, np.zeros(n_terms)]),
+            rcond=None,
+        )[0]
+        starts.append(np.concatenate([log_s, coef]))
+    return starts
+
+
+@functools.lru_cache(maxsize=64)
+def fit_surrogate(d, degree, scale, n_terms=10, maxiter=400):
+    r"""Fit :math:`\theta = (\sigma, c)` minimising :math:`\tfrac12\int_0^2 (K - \hat K_\theta)^2`.
+
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+    degree : int
+        :math:`p \ge 1`.
+    scale : float
+        :math:`a \ge 2`.
+    n_terms : int, default=10
+        Number :math:`N` of Gaussians.
+    maxiter : int, default=2000
+        L-BFGS iterations per restart.
+
+    Returns
+    -------
+    Surrogate
+
+    Notes
+    -----
+    :math:`\hat K_\theta(z_j) = \sum_k A_{jk} q_\theta(r_k)` with the matrix
+    :math:`A_{jk} = \Omega_d(r_k z_j) w_k` computed once (Simpson nodes :math:`z_j`
+    on [0, 2], :func:`radial_grid` nodes :math:`r_k`), so each objective and
+    gradient evaluation costs two small matrix-vector products. Parameters are
+    :math:`(\log\sigma_i, c_i)`, with :math:`\sigma_i` bounded to
+    ``SIGMA_RANGE`` times :math:`\sqrt p / a` (L-BFGS-B, scipy). The clipping's
+    kink is handled by the subgradient (zero where the density is clipped).
+    ``N_RESTARTS`` deterministic starts (six log-spaced spreads around
+    :math:`\sqrt p/a`, then log-uniform draws from a fixed stream), each with
+    :math:`c` from ridge least squares on the unclipped sum; the best objective
+    wins. Nothing depends on a projector's seed, so every seed estimates the same
+    :math:`\hat K`; the result is bit-identical in any process with the same numpy
+    and scipy, and the spec carries it so workers never refit.
+    """
+    d = int(d)
+    z, omega = _simpson(N_Z)
+    k = polynomial_kernel(z, degree, scale)
+    r, w = radial_grid(d, degree, scale)
+    nu = d / 2.0 - 1.0
+    A = omega_table(nu, z[:, None] * r[None, :]) * w[None, :]
+    lo, hi = _sigma_bounds(degree, scale)
+    norm = float(omega @ (k * k))
+    n = n_terms
+    logr = np.log(r)
+    const = (d / 2.0 - 1.0) * math.log(2.0) + sc.gammaln(d / 2.0)
+    r2 = r * r
+
+    def objective(theta):
+        log_s, coef = theta[:n], theta[n:]
+        s2 = 2.0 * np.exp(2.0 * log_s)  # (sqrt(2) sigma)^2
+        logf = ((d - 1.0) * (logr[None, :] - 0.5 * np.log(s2)[:, None])
+                - 0.5 * r2[None, :] / s2[:, None] - const - 0.5 * np.log(s2)[:, None])
+        f = np.exp(logf)
+        s = coef @ f
+        active = s > 0
+        qv = np.where(active, s, 0.0)
+        e = A @ qv - k
+        val = 0.5 * float(omega @ (e * e)) / norm
+        g = (A.T @ (omega * e)) * active / norm
+        grad_c = f @ g
+        grad_logs = coef * ((f * (r2[None, :] / s2[:, None] - d)) @ g)
+        return val, np.concatenate([grad_logs, grad_c])
+
+    bounds = [(math.log(lo), math.log(hi))] * n + [(None, None)] * n
+    best = None
+    # one BLAS thread: fast for these small products and the same bits on any machine
+    with threadpool_limits(limits=1):
+        for theta0 in _initial_points(n, degree, scale, z, k, omega):
+            res = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
+                                    bounds=bounds,
+                                    options={"maxiter": maxiter, "ftol": 1e-12, "gtol": 1e-10})
+            if np.all(np.isfinite(res.x)) and (best is None or res.fun < best.fun):
+                best = res
+    sigma = np.exp(best.x[:n])
+    coef = best.x[n:]
+    order = np.argsort(sigma, kind="stable")
+    sigma, coef = sigma[order], coef[order]
+    zz = np.linspace(0.0, 2.0, 401)
+    khat = surrogate_kernel(zz, sigma, coef, d, degree, scale)
+    max_error = float(np.abs(khat - polynomial_kernel(zz, degree, scale)).max())
+    mass = float(surrogate_kernel(np.zeros(1), sigma, coef, d, degree, scale)[0])
+    return Surrogate(
+        sigma=tuple(float(v) for v in sigma), coef=tuple(float(v) for v in coef),
+        objective=float(best.fun) * norm, max_error=max_error, mass=mass,
+        restarts=N_RESTARTS,
+    )
