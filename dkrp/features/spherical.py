@@ -13,6 +13,7 @@ draws random Fourier features of that density.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -29,6 +30,11 @@ __all__ = ["SphericalRandomFeatures"]
 #: Refinement of the radial grid used for inverse-CDF sampling (and for
 #: :meth:`SphericalRandomFeatures.surrogate_kernel`).
 SAMPLER_REFINE = 4
+
+
+@functools.lru_cache(maxsize=32)
+def _fit_surrogate_cached(n_features, degree, scale, n_terms):
+    return _srf_fit.fit_surrogate(n_features, degree, scale, n_terms)
 
 
 class SphericalRandomFeatures(BaseProjector):
@@ -114,7 +120,9 @@ class SphericalRandomFeatures(BaseProjector):
     True
     """
 
-    def __init__(self, degree=3, scale=4.0, n_components=100, n_terms=10, feature_map="cos",
+    fitted_values = ("surrogate_",)
+
+    def __init__(self, *, degree=3, scale=4.0, n_components=100, n_terms=10, feature_map="cos",
                  random_state=None):
         self.degree = degree
         self.scale = scale
@@ -147,8 +155,9 @@ class SphericalRandomFeatures(BaseProjector):
         key = self._surrogate_key(n_features)
         current = getattr(self, "surrogate_", None)
         if not (isinstance(current, dict) and all(current.get(k) == v for k, v in key.items())):
-            fit = _srf_fit.fit_surrogate(n_features, key["degree"], key["scale"],
-                                         key["n_terms"])
+            # a pure function of (d, p, a, N): fitted once per process for every seed
+            fit = _fit_surrogate_cached(n_features, key["degree"], key["scale"],
+                                        key["n_terms"])
             self.surrogate_ = {**key, "sigma": list(fit.sigma), "coef": list(fit.coef),
                                "mass": fit.mass, "max_error": fit.max_error,
                                "objective": fit.objective}
@@ -180,21 +189,10 @@ class SphericalRandomFeatures(BaseProjector):
             self.random_offset_ = np.zeros(m)
         self.n_components_ = self.n_components
 
-    def _fitted_extras(self):
-        return {"surrogate_": dict(self.surrogate_)}
-
-    def _set_fitted_extras(self, extras):
-        if "surrogate_" in extras:
-            self.surrogate_ = dict(extras["surrogate_"])
-
     def _state_arrays(self):
         surrogate = np.concatenate([self.surrogate_["sigma"], self.surrogate_["coef"]])
         return {"surrogate": np.asarray(surrogate, dtype=np.float64),
                 "weights": self.random_weights_, "offset": self.random_offset_}
-
-    @property
-    def _n_features_out(self):
-        return self.n_components
 
     def _row_norms(self, X):
         if sp.issparse(X):
