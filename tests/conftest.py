@@ -52,6 +52,20 @@ def mnist_test_500():
     return X[rows] / 127.5 - 1.0
 
 
+@pytest.fixture(scope="session")
+def mnist():
+    """MNIST training images and 500 test digits, pixels scaled to [-1, 1) (x/127.5 - 1)."""
+
+    def images(name):
+        X = read_idx(require_data("mnist", name), expected_magic=2051)
+        return X.reshape(X.shape[0], -1)
+
+    train = images("train-images-idx3-ubyte.gz")
+    test = images("t10k-images-idx3-ubyte.gz")
+    pick = np.random.default_rng(2018).choice(len(test), 500, replace=False)
+    return train / 127.5 - 1.0, test[pick] / 127.5 - 1.0
+
+
 @pytest.fixture
 def shared_file():
     """Return a function giving a real data file, or skipping when it is absent."""
