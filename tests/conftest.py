@@ -4,15 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, settings
 from sklearn.datasets import dump_svmlight_file
 
 from dkrp.datasets import data_dir
 from dkrp.io import ingest, read_idx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Property tests stay small (each example fits and transforms a projector). "ci" is
+# derandomized: the same examples on every run, so a failure is reproducible from the
+# log; select it with HYPOTHESIS_PROFILE=ci.
+settings.register_profile("default", max_examples=15, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True,
+                          database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def real_data_root() -> Path:
