@@ -4,6 +4,7 @@ Graphs are lazy and deterministic; wrong input is refused before any task runs;
 fitting from a dask array reads what it claims (landmark blocks once, or nothing).
 """
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -15,6 +16,18 @@ from dkrp.baselines._landmarks import sample_landmark_indices
 from dkrp.parallel import featurize
 
 
+def _counted(X, chunks):
+    """A dask array of X whose block reads are recorded: (array, list of row-block indices,
+    one entry per (row block, column block) read)."""
+    calls = []
+
+    def produce(block, block_info=None):
+        calls.append(block_info[None]["chunk-location"][0])
+        return block
+
+    return da.from_array(X, chunks=chunks).map_blocks(produce, dtype=X.dtype), calls
+
+
 def _krp(n_features=64, **params):
     params = {"n_components": 96, "n_hyperplanes": 200, "n_terms": 2, "random_state": 7, **params}
     return PolynomialRandomProjection(**params).fit_n_features(n_features)
@@ -23,7 +36,7 @@ def _krp(n_features=64, **params):
 
 def test_graph_is_small_deterministic_and_lazy():
     rng = np.random.default_rng(1)
-    Xd = da.from_array(rng.standard_normal((1000, 64)), chunks=(250, 64))
+    Xd, calls = _counted(rng.standard_normal((1000, 64)), chunks=(250, 64))
     krp = _krp()
     a, b = featurize(Xd, krp), featurize(Xd, krp)
     assert a.name == b.name and set(a.dask) == set(b.dask)  # deterministic keys
@@ -36,7 +49,7 @@ def test_graph_is_small_deterministic_and_lazy():
     layer = a.dask.layers[a.name]
     sizes = [len(cloudpickle.dumps(task)) for task in dict(layer).values()]
     assert len(sizes) == 4 and max(sizes) < 8_000
-    assert a.dask.layers[a.name].__class__.__name__  # still a lazy graph, nothing computed
+    assert calls == []  # still a lazy graph: no block of X was read
 
 
 def test_wrong_feature_count_refused_before_any_task_runs():
@@ -68,7 +81,18 @@ def test_dask_fit_equals_numpy_fit(name, chunks):
     rng = np.random.default_rng(6)
     X = rng.standard_normal((200, 12))
     ref = DATA_DEPENDENT[name]().fit(X)
-    est = DATA_DEPENDENT[name]().fit(da.from_array(X, chunks=chunks))
+    Xd, calls = _counted(X, chunks)
+    with dask.config.set(scheduler="synchronous"):
+        est = DATA_DEPENDENT[name]().fit(Xd)
+    # one pass: PCA reads every block once, landmark maps only the blocks holding landmarks
+    if name.startswith("pca"):
+        needed = set(range(len(Xd.chunks[0])))
+    else:
+        starts = np.cumsum((0, *Xd.chunks[0]))
+        needed = set((np.searchsorted(starts, ref.landmark_indices_, side="right") - 1).tolist())
+    n_column_blocks = len(Xd.chunks[1])
+    # each (row block, column block) holding what is needed is read exactly once
+    assert sorted(calls) == sorted(list(needed) * n_column_blocks), (sorted(calls), needed)
     assert est.n_features_in_ == 12 and est.seed_ == ref.seed_
     for key, value in ref._state_arrays().items():
         got = est._state_arrays()[key]
@@ -111,9 +135,11 @@ def test_fit_dispatches_dask_input_to_the_one_pass_fit():
     rng = np.random.default_rng(10)
     X = rng.standard_normal((150, 5))
     ref = KulisGraumanRP(n_components=8, n_landmarks=20, n_terms=4, random_state=2).fit(X)
-    est = KulisGraumanRP(n_components=8, n_landmarks=20, n_terms=4,
-                         random_state=2).fit(da.from_array(X, chunks=40))
+    Xd, calls = _counted(X, (40, 5))
+    with dask.config.set(scheduler="synchronous"):
+        est = KulisGraumanRP(n_components=8, n_landmarks=20, n_terms=4, random_state=2).fit(Xd)
     assert est.spec_checksum_ == ref.spec_checksum_
+    assert sorted(calls) == sorted(set((ref.landmark_indices_ // 40).tolist()))  # one pass
 
 
 def test_dask_fit_reports_bad_landmark_row_and_unknown_sizes():
@@ -126,3 +152,17 @@ def test_dask_fit_reports_bad_landmark_row_and_unknown_sizes():
     Xd = Xd[Xd[:, 0] > 0]  # unknown row count
     with pytest.raises(ValueError, match="compute_chunk_sizes"):
         Nystroem(n_components=3, random_state=0).fit(Xd)
+
+
+@pytest.mark.parametrize("gamma, passes", [(0.5, 0), ("scale", 1)])
+def test_data_independent_fit_reads_only_what_it_needs(gamma, passes):
+    """KRP and RFF fit from X.shape[1]: no block is read; gamma='scale' reads X once."""
+    from dkrp import RandomFourierFeatures
+
+    X = np.random.default_rng(11).standard_normal((300, 6))
+    Xd, calls = _counted(X, (50, 6))
+    with dask.config.set(scheduler="synchronous"):
+        PolynomialRandomProjection(n_components=8, n_hyperplanes=16, random_state=0).fit(Xd)
+        assert calls == []
+        RandomFourierFeatures(gamma=gamma, n_components=8, random_state=0).fit(Xd)
+    assert sorted(calls) == sorted(list(range(6)) * passes)
