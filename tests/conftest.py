@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, settings
 from sklearn.datasets import dump_svmlight_file
 
 from dkrp.datasets import data_dir
 from dkrp.io import ingest, read_idx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Property tests stay small (each example fits and transforms a projector). "ci" is
+# derandomized: the same examples on every run, so a failure is reproducible from the
+# log; select it with HYPOTHESIS_PROFILE=ci.
+settings.register_profile("default", max_examples=15, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True,
+                          database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def real_data_root() -> Path:
@@ -50,6 +61,20 @@ def mnist_test_500():
     X = X.reshape(-1, 784)
     rows = np.random.default_rng(2018).choice(X.shape[0], 500, replace=False)
     return X[rows] / 127.5 - 1.0
+
+
+@pytest.fixture(scope="session")
+def mnist():
+    """MNIST training images and 500 test digits, pixels scaled to [-1, 1) (x/127.5 - 1)."""
+
+    def images(name):
+        X = read_idx(require_data("mnist", name), expected_magic=2051)
+        return X.reshape(X.shape[0], -1)
+
+    train = images("train-images-idx3-ubyte.gz")
+    test = images("t10k-images-idx3-ubyte.gz")
+    pick = np.random.default_rng(2018).choice(len(test), 500, replace=False)
+    return train / 127.5 - 1.0, test[pick] / 127.5 - 1.0
 
 
 @pytest.fixture

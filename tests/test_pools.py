@@ -262,9 +262,11 @@ def test_rff_orthogonal_and_structured_have_lower_kernel_error():
         ("structured", 1024, 0.040),
         ("orthogonal", 784, 0.040),
         # p = 976 = 784 + 192: the partial block of 192 orthogonal directions makes
-        # S^T S anisotropic (784 I + 784 P_192), so the pool is no tight frame; measured
-        # 0.040 ± 0.003 over seeds 0-4, just above the 0.040 target (see the report).
-        ("orthogonal", 976, 0.045),
+        # S^T S anisotropic (784 I + 784 P_192), so the pool is no tight frame. The
+        # issue's target is 0.040; a target not met is reported, not moved.
+        pytest.param("orthogonal", 976, 0.040, marks=pytest.mark.xfail(
+            strict=True, reason="target 0.040 not met: measured 0.0403 (seeds 0-4: 0.0457, "
+            "0.0384, 0.0397, 0.0393, 0.0384)")),
     ],
 )
 def test_mnist_distortion_of_frame_pools(mnist_test_500, pool, p, limit):
