@@ -205,6 +205,8 @@ GOLDEN_MAPS = {
     "maclaurin": lambda: RandomMaclaurin(degree=3, n_components=600, random_state=2018),
     "tensorsketch": lambda: TensorSketch(kernel="polynomial", degree=3, n_components=64,
                                          random_state=2018),
+    "srf": lambda: dkrp.SphericalRandomFeatures(degree=3, scale=4.0, n_components=600,
+                                                random_state=2018),
 }
 
 GOLDEN = {
@@ -311,6 +313,16 @@ GOLDEN = {
         ('sign_hash', 2): [1.0, -1.0, 1.0],
         ('features', 0): [0.19554132816122222, -0.24242410293077177, 0.23081955257619347],
         ('features', 599): [-0.2720374755377499, 0.013271552718983913, -0.10268273788434111],
+    },
+    'srf': {
+        # the surrogate comes from an L-BFGS fit (BLAS in the loop): pinned to rtol 1e-9
+        ('surrogate', 0): [0.15919871605891558],
+        ('weights', 0): [-0.20385260884703407, -0.4143864975238482, 0.5456482834381032],
+        ('weights', 256): [0.44935553098700803, -0.3499997977958802, -0.8305427755736362],
+        ('offset', 0): [5.976431730316022],
+        ('offset', 256): [5.319477732554294],
+        ('features', 0): [0.054069619566938044, -0.027318267640727267, 0.009752978589317701],
+        ('features', 599): [0.055628476812475854, -0.054399801249758004, 0.04335877002834034],
     },
 }
 
