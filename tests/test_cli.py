@@ -304,6 +304,8 @@ def test_data_dependent_methods_on_the_embedded_cluster(tmp_path, method, option
     r = _run("featurize", ds, out, "--method", method, "--kernel", "polynomial", "--degree", 2,
              "--seed", 4, "--n-workers", 1, *options)
     assert r.exit_code == 0, r.output
+    # what the CLI tells the user; that the fit reads only the landmark blocks, once, is
+    # counted in test_blockwise.py
     assert (f"fit: {method} is data-dependent: fitting makes exactly one sampling pass over the "
             f"input ({landmarks} landmark rows") in r.stderr
     assert "fit: done in" in r.stderr and "6 chunks written" in r.stdout
