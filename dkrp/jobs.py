@@ -123,7 +123,11 @@ def featurize_to_store(
         so a finished or mismatched store never starts one. Default: the current
         default client, if any, else dask's local scheduler.
     overwrite : bool, default=False
-        Replace a store made by another spec, input, dtype or shape.
+        Replace a *feature store* made by another spec, input, dtype or shape; the new
+        store is built beside it and swapped in only once complete, so a failed run
+        leaves the old one complete. Nothing else is ever replaced: a file, a directory
+        of other files, a dataset store, or ``source`` itself is refused (overwrite or
+        not) before anything runs.
     dtype : {None, "float32", "float64"}
         Output dtype (default: float32 for float32 input, else float64).
     retries : int, default=0
@@ -161,9 +165,13 @@ def featurize_to_store(
 
     from ._validation import check_integer
     from .feature_store import plan_features, write_plan
+    from .feature_store.plan import check_output_path
     from .parallel import check_workers
 
     retries = check_integer("retries", retries, minimum=0)
+    if isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
+        # before the input is opened or anything is fitted: never write over the input
+        check_output_path(dest, input_path=source)
     if isinstance(source, da.Array):
         X = source
     elif isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):

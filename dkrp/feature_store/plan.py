@@ -59,20 +59,100 @@ def _align_rows(X, chunk_rows=None):
     return X, chunk_rows
 
 
+def overwrite_sibling(path) -> Path:
+    """Where an ``overwrite`` run builds the store that replaces the one at ``path``.
+
+    A hidden sibling in the same directory (so the final swap is two renames on one
+    file system), named after the *real* store when ``path`` is a symlink. Its name is
+    fixed, so the same command run again after a crash finds and resumes it.
+    """
+    real = Path(path).expanduser().absolute()
+    real = real.resolve() if real.is_symlink() else real
+    return real.with_name(f".{real.name}.overwrite")
+
+
+def _inside(inner: Path, outer: Path) -> bool:
+    return outer in inner.parents
+
+
+def check_output_path(out_path, *, input_path=None) -> None:
+    """Refuse an output path whose use could lose data; nothing on disk is changed.
+
+    ``out_path`` may be missing, an empty directory or a dkrp feature store (which
+    only ``overwrite=True`` replaces, and only once its replacement is complete).
+    Anything else (a file, a directory of other files, a dataset store) is refused,
+    ``overwrite`` or not, as is an output that is, contains or lies inside the input
+    (after resolving symlinks and relative paths).
+
+    Parameters
+    ----------
+    out_path : str or os.PathLike
+    input_path : str or os.PathLike, optional
+        The input the features are made from, when it is a path.
+
+    Raises
+    ------
+    FeatureStoreError
+        Naming the path, what is there, and what to do instead.
+    """
+    path = Path(out_path).expanduser().absolute()
+    if input_path is not None:
+        src = Path(input_path).expanduser().resolve()
+        dst = path.resolve()
+        what = None
+        if src == dst:
+            what = "is the input"
+        elif _inside(dst, src):
+            what = "is inside the input"
+        elif _inside(src, dst):
+            what = "contains the input"
+        if what is not None:
+            raise FeatureStoreError(
+                f"The output {path} {what} {src}: featurize never writes over its own input. "
+                "Nothing was changed; choose another output path."
+            )
+    if not (path.exists() or path.is_symlink()):
+        return
+    if path.is_dir():
+        attrs = _read_attrs(path)
+        if attrs is not None and attrs.get("dkrp_format") == FEATURES_FORMAT:
+            return
+        if attrs is None and not any(path.iterdir()):
+            return  # an empty directory: nothing to lose
+        kind = (f"a dkrp {attrs.get('dkrp_format')} store"
+                if attrs is not None and attrs.get("dkrp_format") else "a directory")
+    else:
+        kind = "a file"
+    raise FeatureStoreError(
+        f"{path} exists and is not a dkrp feature store (it is {kind}); featurize (even "
+        "with overwrite=True / --overwrite) replaces only feature stores. Nothing was "
+        "changed: choose another output path, or remove it yourself."
+    )
+
+
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
                   fingerprint=None) -> dict:
     """Check a feature-store run before anything is written or any cluster is started.
 
-    Validates ``X`` for ``projector`` (feature count, 2-D, numeric) and compares an
+    Validates ``X`` for ``projector`` (feature count, 2-D, numeric), refuses an output
+    path that is not a feature store (:func:`check_output_path`) and compares an
     existing store at ``out_path`` with this run.
+
+    With ``overwrite=True`` a store made by another run is not touched here: the plan
+    builds its replacement in the hidden sibling :func:`overwrite_sibling` (resuming it
+    when an earlier run of the same job left it behind), and
+    :func:`dkrp.feature_store.write_plan` swaps it in once complete.
 
     Returns
     -------
     dict
         ``action`` (``"create"``, ``"resume"`` or ``"noop"`` for a finished store),
-        ``path``, ``attrs`` (the attributes the store will have), ``X`` (validated,
-        rows aligned with the output chunks), ``dtype``, ``missing`` (chunks to
-        write) and ``seconds`` (the time planning took, counted in the run's time).
+        ``path`` (the store), ``build_path`` (where chunks are written: ``path``, or its
+        hidden sibling when ``replace``), ``replace`` (swap ``build_path`` in for the
+        store at ``path`` once complete), ``attrs`` (the attributes the store will
+        have), ``X`` (validated, rows aligned with the output chunks), ``dtype``,
+        ``missing`` (chunks to write) and ``seconds`` (the time planning took, counted
+        in the run's time).
 
     Raises
     ------
@@ -81,35 +161,56 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     """
     t0 = time.perf_counter()
     path = Path(out_path).expanduser().absolute()
+    input_path = (source or {}).get("path") if isinstance(source, dict) else None
+    if input_path is None and fingerprint is not None:
+        input_path = fingerprint.get("source_path")
+    check_output_path(path, input_path=input_path)
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
     if fingerprint is None:
         fingerprint = input_fingerprint(X, source=source)
-    old = _read_attrs(path) if path.exists() else None
-    resumable = old is not None and old.get("dkrp_format") == FEATURES_FORMAT
-    if path.exists() and not resumable and not overwrite:
-        raise FeatureStoreError(
-            f"{path} exists and is not a dkrp feature store; choose another output path "
-            "(or pass overwrite=True / --overwrite to replace it)."
+
+    def compare(store):
+        """(old attrs, X aligned, attrs, problems) of this run against ``store``."""
+        old = _read_attrs(store) if store.is_dir() else None
+        if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
+            old = None
+        chunk_rows = int(old.get("chunk_rows", 0)) if old is not None else 0
+        aligned, chunk_rows = _align_rows(X, chunk_rows or None)
+        attrs = _expected_attrs(projector, aligned, out_dtype, chunk_rows, fingerprint)
+        return old, aligned, attrs, (_mismatches(old, attrs) if old is not None else [])
+
+    build, replace = path, False
+    old, aligned, attrs, problems = compare(path)
+    if problems and not overwrite:
+        raise FeatureStoreMismatchError(
+            f"The feature store {path} was made by another run: "
+            + "; ".join(problems)
+            + ". Nothing was changed. Use another output path, or pass overwrite=True "
+            "(--overwrite) to replace it (the new store is built beside it and replaces it "
+            "only once complete)."
         )
-    chunk_rows = int(old.get("chunk_rows", 0)) if resumable else None
-    X, chunk_rows = _align_rows(X, chunk_rows or None)
-    attrs = _expected_attrs(projector, X, out_dtype, chunk_rows, fingerprint)
-    if resumable:
-        problems = _mismatches(old, attrs)
-        if problems and not overwrite:
-            raise FeatureStoreMismatchError(
-                f"The feature store {path} was made by another run: "
-                + "; ".join(problems)
-                + ". Nothing was changed. Use another output path, or pass overwrite=True "
-                "(--overwrite) to replace it."
+    sibling = overwrite_sibling(path)
+    if overwrite and (problems or (old is None and sibling.exists())):
+        # build the replacement beside the store; resume one that a killed run of this
+        # same job left there, and discard one of another job
+        build, replace = sibling, True
+        old, aligned, attrs, problems = compare(sibling)
+        if sibling.exists() and old is None:
+            raise FeatureStoreError(
+                f"{sibling} (where --overwrite builds the new store) exists and is not a dkrp "
+                "feature store. Nothing was changed; remove it yourself."
             )
         if problems:
-            resumable = False
+            logger.info("discarding %s, a replacement left by another job: %s", sibling,
+                        "; ".join(problems))
+            old = None
     n_chunks = attrs["n_chunks"]
-    if not resumable:
+    if old is None:
         action, missing = "create", n_chunks
     else:
-        missing = int((~_done_chunks(path, n_chunks)).sum())
-        action = "noop" if (old.get("complete") is True and missing == 0) else "resume"
-    return {"action": action, "path": path, "attrs": attrs, "X": X, "dtype": out_dtype,
-            "missing": missing, "seconds": time.perf_counter() - t0}
+        missing = int((~_done_chunks(build, n_chunks)).sum())
+        finished = old.get("complete") is True and missing == 0
+        action = "noop" if finished and not replace else "resume"
+    return {"action": action, "path": path, "build_path": build, "replace": replace,
+            "attrs": attrs, "X": aligned, "dtype": out_dtype, "missing": missing,
+            "seconds": time.perf_counter() - t0}
