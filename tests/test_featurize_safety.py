@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import dask.array as da
@@ -208,3 +212,51 @@ def test_overwrite_left_by_a_killed_swap_is_finished_by_the_same_command(dataset
     assert summary["chunks_written"] == 0
     assert hidden_siblings(out) == []
     assert list(digest(out).values()) == list(digest(tmp_path / "clean.zarr").values())
+
+
+# -- case 8: Ctrl-C prints one line; the same command resumes byte-identically ----------------
+
+
+def _n_done(store) -> int:
+    folder = Path(store) / "done" / "c"
+    return sum(name.isdigit() for name in os.listdir(folder)) if folder.is_dir() else 0
+
+
+def test_ctrl_c_prints_one_line_and_the_same_command_resumes(tmp_path):
+    rng = np.random.default_rng(8)
+    np.save(tmp_path / "x.npy", rng.standard_normal((40 * 256, 16)))
+    ingest(tmp_path / "x.npy", tmp_path / "x.zarr", chunk_rows=256)  # 40 chunks
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+
+    def command(out):
+        return [sys.executable, "-m", "dkrp", "featurize", str(tmp_path / "x.zarr"), str(out),
+                "--n-components", "3000", "--n-hyperplanes", "512", "--seed", "4",
+                "--n-workers", "1", "--quiet"]
+
+    clean = tmp_path / "clean.zarr"
+    subprocess.run(command(clean), env=env, check=True, capture_output=True, timeout=300)
+    out = tmp_path / "out.zarr"
+    # its own session, so SIGINT goes to the whole process group (workers too), as the
+    # terminal's Ctrl-C does; the kill point is data-driven (5 chunks done)
+    with subprocess.Popen(command(out), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True) as proc:
+        deadline = time.monotonic() + 240
+        while _n_done(out) < 5:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no progress"
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    done = _n_done(out)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0] == (f"Interrupted: {done} of 40 chunks done in {out}. Run the same command "
+                        "again to resume.")
+    assert 5 <= done < 40
+    rerun = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{40 - done} chunks written, {done} already done" in rerun.stdout
+    assert list(digest(out).values()) == list(digest(clean).values())
