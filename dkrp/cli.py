@@ -32,7 +32,7 @@ def _user_errors():
     from .feature_store import FeatureStoreError
 
     return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
-            ImportError, NotADirectoryError, PermissionError)
+            ImportError, NotADirectoryError, PermissionError, MemoryError)
 
 
 @contextlib.contextmanager
@@ -231,11 +231,21 @@ def _parse_float_or(name, value, word):
                    "transient I/O error). Workers that die are handled by Dask itself "
                    "(distributed.scheduler.allowed-failures).")
 @click.option("--overwrite", is_flag=True,
-              help="Replace a store made by another spec or input (default: refuse).")
+              help="Replace a feature store made by another spec or input (default: refuse). "
+                   "Only a dkrp feature store is ever replaced, never IN, a dataset store or "
+                   "other files; the new store is built beside it and swapped in once complete.")
+@click.option("--chunk-rows", type=click.IntRange(min=1),
+              help="Rows per output chunk (one task each) of a new store. Default: the "
+                   "input's chunks if their output is at most 64 MiB, else whole 2048-row "
+                   "blocks up to 64 MiB, smaller if a task would not fit a worker's memory.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the output's shape, bytes, chunks and memory per task, then exit "
+                   "(nothing fitted, started or written).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
               distribution, density, pool, index_design, kernel, gamma, seed, dtype, scheduler,
-              scheduler_file, n_workers, memory_limit, retries, overwrite, quiet):
+              scheduler_file, n_workers, memory_limit, retries, overwrite, chunk_rows, dry_run,
+              quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
     Only the method's seed and parameters (a JSON spec of a few KB) go to the
@@ -273,9 +283,18 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                                  n_hyperplanes, n_terms, distribution, density, pool,
                                  index_design, kernel, gamma, seed, dtype, scheduler,
                                  scheduler_file, n_workers, memory_limit, retries, overwrite,
-                                 quiet, on_fit, planned)
+                                 quiet, on_fit, planned, chunk_rows, dry_run)
     except KeyboardInterrupt:
         _interrupted(planned)
+    if dry_run:
+        from .jobs import format_bytes
+
+        (n, k), total = summary["shape"], summary["bytes"]
+        click.echo(f"dry run: {summary['path']} would hold {n} x {k} {summary['dtype']} "
+                   f"features = {format_bytes(total) if total is not None else '?'} in "
+                   f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
+                   f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
+        return
     rows, seconds = summary["rows"], summary["seconds"]
     click.echo(
         f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
@@ -310,7 +329,7 @@ def _interrupted(planned):
 def _featurize_job(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
                    distribution, density, pool, index_design, kernel, gamma, seed, dtype,
                    scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite,
-                   quiet, on_fit, planned):
+                   quiet, on_fit, planned, chunk_rows, dry_run):
     from .jobs import featurize_to_store
     from .methods import make_projector
 
@@ -328,6 +347,7 @@ def _featurize_job(input_path, output, method, degree, n_components, n_hyperplan
                 _client(scheduler, scheduler_file, n_workers, memory_limit)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
+            chunk_rows=chunk_rows, dry_run=dry_run,
         )
     return summary
 

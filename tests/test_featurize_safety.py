@@ -260,3 +260,72 @@ def test_ctrl_c_prints_one_line_and_the_same_command_resumes(tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert f"{40 - done} chunks written, {done} already done" in rerun.stdout
     assert list(digest(out).values()) == list(digest(clean).values())
+
+
+# -- case 7: sized before anything runs; chunks that fit the workers ------------------------
+
+
+def _cli(args, timeout):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "dkrp", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def wide_input(tmp_path_factory):
+    """30,000 x 54 in one input chunk: at k=2000 float64 that is a 480 MB output chunk."""
+    root = tmp_path_factory.mktemp("wide")
+    X = np.random.default_rng(10).standard_normal((30_000, 54))
+    np.save(root / "x.npy", X)
+    ingest(root / "x.npy", root / "x.zarr", chunk_rows=30_000)
+    return root, X
+
+
+def test_output_chunks_are_sized_to_fit_the_workers(wide_input, tmp_path):
+    # output chunks used to inherit the input's (here one 480 MB chunk per task; the
+    # issue's 300,000 x 54 input made 2.5 GB chunks that killed 2 GiB workers)
+    root, X = wide_input
+    out = tmp_path / "f.zarr"
+    r = _cli(["featurize", root / "x.zarr", out, "--n-components", 2000, "--seed", 0,
+              "--n-workers", 2, "--memory-limit", "1GiB", "--quiet"], timeout=600)
+    assert r.returncode == 0, r.stderr
+    fs = open_features(out)
+    assert fs.attrs["chunk_rows"] == 4096 and fs.attrs["n_chunks"] == 8
+    est = PolynomialRandomProjection(n_components=2000, random_state=0).fit(X)
+    assert np.array_equal(fs.Z.compute(), est.transform(X))  # 4096 rows: whole row blocks
+
+
+def test_dry_run_and_impossible_jobs_are_refused_up_front(wide_input, tmp_path):
+    root, _ = wide_input
+    out = tmp_path / "f.zarr"
+    r = _cli(["featurize", root / "x.zarr", out, "--n-components", 2000, "--dry-run"],
+             timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        f"dry run: {out} would hold 30000 x 2000 float64 features = 457.8 MiB in 8 chunks "
+        "of 4096 rows; one task needs about 190.9 MiB. Nothing was written.")
+    assert not out.exists()
+    # 10 million components: refused in seconds, before the fit (which alone took minutes)
+    t0 = time.monotonic()
+    r = _cli(["featurize", root / "x.zarr", out, "--n-components", 10_000_000], timeout=120)
+    assert r.returncode == 1 and time.monotonic() - t0 < 60
+    assert "The output is 30000 x 10000000 float64 = 2.2 TiB, more than the" in r.stderr
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
+def test_tasks_that_cannot_fit_and_starved_workers_are_clear_errors(wide_input, tmp_path):
+    root, _ = wide_input
+    out = tmp_path / "f.zarr"
+    base = ["featurize", root / "x.zarr", out, "--n-components", 2000, "--n-workers", 1,
+            "--quiet"]
+    # the user's chunk rows are kept, so a task that cannot fit is refused, naming the fix
+    r = _cli([*base, "--chunk-rows", 30_000, "--memory-limit", "1GiB"], timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "One task (30000 rows x 2000 float64 features) needs about 1.4 GiB" in r.stderr
+    assert "Use --chunk-rows" in r.stderr and "Traceback" not in r.stderr
+    # a memory limit below what a worker needs to start: an error, not a silent hang
+    r = _cli([*base, "--memory-limit", "150MiB"], timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "before running any task" in r.stderr and "hang" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -12,6 +12,8 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
+
 from .._blockwise import prepare_input
 from ..errors import FeatureStoreError, FeatureStoreMismatchError
 from .format import (
@@ -35,6 +37,66 @@ def _regular_chunk_rows(chunks) -> int | None:
     size = chunks[0]
     if all(c == size for c in chunks[:-1]) and chunks[-1] <= size and size > 0:
         return int(size)
+    return None
+
+
+#: Output bytes per chunk a new store aims at when the input's row chunks would give more
+#: (ingest sizes chunks by *input* bytes: 64 MiB of 54 features is 2.5 GB of 2000 features).
+TARGET_CHUNK_BYTES = 64 * 2**20
+
+#: Row blocks of the transforms (512 for KRP, 1024 for RFF, 2048 for Maclaurin): chunk
+#: rows chosen here are multiples of it, so the store equals the in-memory transform
+#: byte for byte.
+ROW_ALIGN = 2048
+
+
+def choose_chunk_rows(n_rows, row_bytes, max_bytes=TARGET_CHUNK_BYTES) -> int:
+    """The most rows whose output fits ``max_bytes``, in whole transform row blocks.
+
+    Parameters
+    ----------
+    n_rows : int
+    row_bytes : int
+        Output bytes of one row (``n_components * itemsize``).
+    max_bytes : int
+
+    Returns
+    -------
+    int
+        A multiple of :data:`ROW_ALIGN` (or of 512 below it) when one fits, else the
+        most rows that fit (at least 1), and never more than ``n_rows``.
+    """
+    rows = max(1, int(max_bytes) // max(1, int(row_bytes)))
+    for align in (ROW_ALIGN, 512):
+        if rows >= align:
+            rows -= rows % align
+            break
+    return max(1, min(rows, int(n_rows)))
+
+
+def task_memory(chunk_rows, n_features, in_itemsize, n_components, out_itemsize,
+                model_bytes=0) -> int:
+    """Bytes one chunk task holds at its peak (an estimate, on the generous side).
+
+    The input block and its cast to the output dtype, the output block, its copy for
+    the write, and the transform's working arrays (taken as one more output block),
+    plus the projector the worker regenerates.
+    """
+    rows = int(chunk_rows)
+    return int(rows * n_features * (in_itemsize + out_itemsize)
+               + 3 * rows * n_components * out_itemsize + model_bytes)
+
+
+def new_chunk_rows(X, row_bytes, chunk_rows=None, max_chunk_bytes=None) -> int | None:
+    """Rows per chunk of a new store of ``X``: ``chunk_rows`` if given, else those of
+    ``X`` (None) when their output fits ``max_chunk_bytes`` (default
+    :data:`TARGET_CHUNK_BYTES`), else :func:`choose_chunk_rows`."""
+    if chunk_rows is not None:
+        return max(1, int(chunk_rows))
+    limit = TARGET_CHUNK_BYTES if max_chunk_bytes is None else int(max_chunk_bytes)
+    inherited = _regular_chunk_rows(X.chunks[0]) or max(X.chunks[0], default=1)
+    if inherited * row_bytes > limit:
+        return choose_chunk_rows(X.shape[0], row_bytes, limit)
     return None
 
 
@@ -131,7 +193,7 @@ def check_output_path(out_path, *, input_path=None) -> None:
 
 
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
-                  fingerprint=None) -> dict:
+                  fingerprint=None, chunk_rows=None, max_chunk_bytes=None) -> dict:
     """Check a feature-store run before anything is written or any cluster is started.
 
     Validates ``X`` for ``projector`` (feature count, 2-D, numeric), refuses an output
@@ -143,6 +205,11 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     when an earlier run of the same job left it behind), and
     :func:`dkrp.feature_store.write_plan` swaps it in once complete.
 
+    The rows per output chunk of a new store: ``chunk_rows`` when given; else the
+    input's row chunks when their output fits ``max_chunk_bytes`` (default
+    :data:`TARGET_CHUNK_BYTES`), else :func:`choose_chunk_rows` (the input is
+    rechunked to match). An existing store keeps its chunk grid.
+
     Returns
     -------
     dict
@@ -151,8 +218,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         hidden sibling when ``replace``), ``replace`` (swap ``build_path`` in for the
         store at ``path`` once complete), ``attrs`` (the attributes the store will
         have), ``X`` (validated, rows aligned with the output chunks), ``dtype``,
-        ``missing`` (chunks to write) and ``seconds`` (the time planning took, counted
-        in the run's time).
+        ``missing`` (chunks to write), ``task_memory`` (bytes one chunk task needs,
+        :func:`task_memory`) and ``seconds`` (the time planning took, counted in the
+        run's time).
 
     Raises
     ------
@@ -168,15 +236,17 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
     if fingerprint is None:
         fingerprint = input_fingerprint(X, source=source)
+    k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
+    new_rows = new_chunk_rows(X, k * itemsize, chunk_rows, max_chunk_bytes)
 
     def compare(store):
         """(old attrs, X aligned, attrs, problems) of this run against ``store``."""
         old = _read_attrs(store) if store.is_dir() else None
         if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
             old = None
-        chunk_rows = int(old.get("chunk_rows", 0)) if old is not None else 0
-        aligned, chunk_rows = _align_rows(X, chunk_rows or None)
-        attrs = _expected_attrs(projector, aligned, out_dtype, chunk_rows, fingerprint)
+        rows = int(old.get("chunk_rows", 0)) if old is not None else new_rows
+        aligned, rows = _align_rows(X, rows or None)
+        attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint)
         return old, aligned, attrs, (_mismatches(old, attrs) if old is not None else [])
 
     build, replace = path, False
@@ -211,6 +281,19 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         missing = int((~_done_chunks(build, n_chunks)).sum())
         finished = old.get("complete") is True and missing == 0
         action = "noop" if finished and not replace else "resume"
+    memory = task_memory(attrs["chunk_rows"], X.shape[1], X.dtype.itemsize, k, itemsize,
+                         model_bytes(projector))
     return {"action": action, "path": path, "build_path": build, "replace": replace,
             "attrs": attrs, "X": aligned, "dtype": out_dtype, "missing": missing,
-            "seconds": time.perf_counter() - t0}
+            "task_memory": memory, "seconds": time.perf_counter() - t0}
+
+
+def model_bytes(projector) -> int:
+    """Bytes of the arrays a fitted projector holds (what each worker regenerates)."""
+    total = 0
+    for value in vars(projector).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+        elif isinstance(value, (list, tuple)):
+            total += sum(v.nbytes for v in value if isinstance(v, np.ndarray))
+    return int(total)
