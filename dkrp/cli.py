@@ -33,7 +33,7 @@ def _user_errors():
     from .feature_store import FeatureStoreError
 
     return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
-            ImportError, NotADirectoryError, PermissionError)
+            ImportError, NotADirectoryError, PermissionError, MemoryError)
 
 
 #: Library wording -> command-line wording, applied to every error the CLI prints.
@@ -140,7 +140,11 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit):
     try:
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
-            yield client
+            try:
+                yield client
+            except KeyboardInterrupt:
+                _quiet_cluster(client, embedded=not (scheduler or scheduler_file))
+                raise
     except OSError as exc:
         if scheduler or scheduler_file:
             raise click.ClickException(
@@ -148,6 +152,16 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit):
                 "Check the address and that the scheduler is running."
             ) from exc
         raise
+
+
+def _quiet_cluster(client, embedded):
+    """After Ctrl-C: no log lines from this process or (embedded) workers as they close."""
+    from ._worker_signals import quiet_distributed_logs
+
+    quiet_distributed_logs()
+    if embedded:  # a shared cluster's logs are its owner's
+        with contextlib.suppress(Exception):
+            client.run(quiet_distributed_logs)
 
 
 @click.group(name="dkrp", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
@@ -281,11 +295,21 @@ def _parse_float_or(name, value, word):
                    "transient I/O error). Workers that die are handled by Dask itself "
                    "(distributed.scheduler.allowed-failures).")
 @click.option("--overwrite", is_flag=True,
-              help="Replace a store made by another spec or input (default: refuse).")
+              help="Replace a feature store made by another spec or input (default: refuse). "
+                   "Only a dkrp feature store is ever replaced, never IN, a dataset store or "
+                   "other files; the new store is built beside it and swapped in once complete.")
+@click.option("--chunk-rows", type=click.IntRange(min=1),
+              help="Rows per output chunk (one task each) of a new store. Default: the "
+                   "input's chunks if their output is at most 64 MiB, else whole 2048-row "
+                   "blocks up to 64 MiB, smaller if a task would not fit a worker's memory.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the output's shape, bytes, chunks and memory per task, then exit "
+                   "(nothing fitted, started or written).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
               distribution, density, pool, index_design, kernel, gamma, scale, seed, dtype,
-              scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite, quiet):
+              scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite, chunk_rows,
+              dry_run, quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
     Only the method's seed and parameters (a JSON spec of a few KB) go to the
@@ -304,8 +328,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
       dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
       dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
     """
-    from .jobs import featurize_to_store
-    from .methods import fit_pass_message, make_projector
+    from .methods import fit_pass_message
 
     density = _parse_float_or("--density", density, "auto")
     gamma = _parse_float_or("--gamma", gamma, "scale")
@@ -317,6 +340,62 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
             click.echo(f"fit: {fit_pass_message(method, projector)}...", err=True)
         else:
             click.echo(f"fit: done in {seconds:.1f} s", err=True)
+
+    planned = {}
+    try:
+        summary = _featurize_job(input_path, output, method, degree, n_components,
+                                 n_hyperplanes, n_terms, distribution, density, pool,
+                                 index_design, kernel, gamma, seed, dtype, scheduler,
+                                 scheduler_file, n_workers, memory_limit, retries, overwrite,
+                                 quiet, on_fit, planned, chunk_rows, dry_run)
+    except KeyboardInterrupt:
+        _interrupted(planned)
+    if dry_run:
+        from .jobs import format_bytes
+
+        (n, k), total = summary["shape"], summary["bytes"]
+        click.echo(f"dry run: {summary['path']} would hold {n} x {k} {summary['dtype']} "
+                   f"features = {format_bytes(total) if total is not None else '?'} in "
+                   f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
+                   f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
+        return
+    rows, seconds = summary["rows"], summary["seconds"]
+    click.echo(
+        f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
+        f"{seconds:.1f} s ({summary['rows_per_second']:,.0f} rows/s; "
+        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
+        f"{summary['path']}"
+    )
+
+
+def _interrupted(planned):
+    """Ctrl-C: one line saying how far the run got and how to resume; exit status 130."""
+    # the cluster is closed by now; whatever distributed says while it goes is noise here
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    plan = planned.get("plan")
+    if plan is None:
+        click.echo("Interrupted before any chunk was written.", err=True)
+        sys.exit(130)
+    from .feature_store.format import _done_chunks
+
+    build, n_chunks = plan["build_path"], plan["attrs"]["n_chunks"]
+    try:
+        done = int(_done_chunks(build, n_chunks).sum()) if build.exists() else 0
+    except Exception:  # noqa: BLE001 - the count is a courtesy; the hint matters
+        done = "?"
+    where = (f"{build} (the replacement of {plan['path']}, which is unchanged)"
+             if plan.get("replace") else str(build))
+    click.echo(f"Interrupted: {done} of {n_chunks} chunks done in {where}. Run the same "
+               "command again to resume.", err=True)
+    sys.exit(130)
+
+
+def _featurize_job(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
+                   distribution, density, pool, index_design, kernel, gamma, seed, dtype,
+                   scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite,
+                   quiet, on_fit, planned, chunk_rows, dry_run):
+    from .jobs import featurize_to_store
+    from .methods import make_projector
 
     with _as_click_errors(), contextlib.ExitStack() as stack:
         projector = make_projector(
@@ -332,15 +411,10 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
             client=lambda: stack.enter_context(
                 _client(scheduler, scheduler_file, n_workers, memory_limit)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
-            on_fit=on_fit,
+            on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
+            chunk_rows=chunk_rows, dry_run=dry_run,
         )
-    rows, seconds = summary["rows"], summary["seconds"]
-    click.echo(
-        f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
-        f"{seconds:.1f} s ({summary['rows_per_second']:,.0f} rows/s; "
-        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
-        f"{summary['path']}"
-    )
+    return summary
 
 
 def _dataset_description(path: Path, attrs: dict) -> dict:

@@ -12,11 +12,17 @@ write protocol in :mod:`dkrp.feature_store`, the worker check in
 from __future__ import annotations
 
 import contextlib
+import logging
+import shutil
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["FeaturizeResult", "featurize_to_store", "open_input"]
+import numpy as np
+
+__all__ = ["FeaturizeResult", "featurize_to_store", "open_input", "size_job", "task_budget"]
+
+logger = logging.getLogger(__name__)
 
 
 class FeaturizeResult(NamedTuple):
@@ -97,6 +103,8 @@ def featurize_to_store(
     provenance=None,
     on_plan=None,
     on_fit=None,
+    chunk_rows=None,
+    dry_run=False,
 ) -> FeaturizeResult:
     """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
 
@@ -123,7 +131,11 @@ def featurize_to_store(
         so a finished or mismatched store never starts one. Default: the current
         default client, if any, else dask's local scheduler.
     overwrite : bool, default=False
-        Replace a store made by another spec, input, dtype or shape.
+        Replace a *feature store* made by another spec, input, dtype or shape; the new
+        store is built beside it and swapped in only once complete, so a failed run
+        leaves the old one complete. Nothing else is ever replaced: a file, a directory
+        of other files, a dataset store, or ``source`` itself is refused (overwrite or
+        not) before anything runs.
     dtype : {None, "float32", "float64"}
         Output dtype (default: float32 for float32 input, else float64).
     retries : int, default=0
@@ -141,11 +153,30 @@ def featurize_to_store(
     on_fit : callable, optional
         Called as ``on_fit(projector, None)`` before the pass over the input that
         fits a data-dependent projector, and ``on_fit(projector, seconds)`` after it.
+    chunk_rows : int, optional
+        Rows per output chunk (and task) of a new store. Default: the input's row
+        chunks when their output is at most 64 MiB, else the most whole 2048-row blocks
+        that fit 64 MiB; smaller still when a task would not fit the workers' memory.
+        An existing store keeps its grid.
+    dry_run : bool, default=False
+        Size the job and return without fitting, starting a cluster or writing:
+        ``summary`` is :func:`size_job`'s and ``action`` is ``"dry-run"``.
 
     Returns
     -------
     FeaturizeResult
         ``(summary, projector, action)``.
+
+    Notes
+    -----
+    The job is sized before anything runs (:func:`size_job`): an output larger than
+    the free space at ``dest`` is refused before the fit. Once the cluster is up,
+    each worker's memory limit, threads and memory in use give the memory a task
+    may take; a new store's chunks are made small enough (the input is rechunked to
+    match), and a task that still cannot fit (``chunk_rows`` given, or an existing
+    store's grid) is refused naming the ``chunk_rows`` that would. Workers whose
+    memory in use already exceeds the pause threshold (``--memory-limit`` below what a
+    worker needs to start) are refused instead of leaving the job hanging.
 
     Raises
     ------
@@ -156,14 +187,21 @@ def featurize_to_store(
         As :func:`dkrp.feature_store.write_features`.
     SpecError
         A worker regenerates other hyperplanes than this process.
+    MemoryError
+        The output does not fit the disk, a task cannot fit a worker's memory, or the
+        workers have no memory left to run a task.
     """
     import dask.array as da
 
     from ._validation import check_integer
     from .feature_store import plan_features, write_plan
+    from .feature_store.plan import check_output_path
     from .parallel import check_workers
 
     retries = check_integer("retries", retries, minimum=0)
+    if isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
+        # before the input is opened or anything is fitted: never write over the input
+        check_output_path(dest, input_path=source)
     if isinstance(source, da.Array):
         X = source
     elif isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
@@ -182,6 +220,11 @@ def featurize_to_store(
             cluster["client"] = client()
         return cluster["client"]
 
+    size = size_job(X, projector, dest, dtype=dtype, chunk_rows=chunk_rows)
+    if dry_run:
+        return FeaturizeResult(size, projector, "dry-run")
+    _check_disk(size, dest)
+
     if not hasattr(projector, "spec_checksum_"):  # not fitted
         if getattr(projector, "data_dependent", False):
             current = get_client()  # the pass over the input runs on the cluster
@@ -196,15 +239,28 @@ def featurize_to_store(
             with _as_current(cluster["client"]):
                 projector.fit(X)
 
-    plan = plan_features(X, projector, dest, overwrite=overwrite, dtype=dtype,
-                         source=provenance)
-    if on_plan is not None:
-        on_plan(plan)
+    def make_plan(rows):
+        return plan_features(X, projector, dest, overwrite=overwrite, dtype=dtype,
+                             source=provenance, chunk_rows=rows)
+
+    plan = make_plan(chunk_rows)
     current = None
     if plan["action"] != "noop":
         current = get_client()
+        # workers starved of memory first: they may not even answer the check
+        budget = task_budget(current) if current is not None else None
         if check and current is not None:
             check_workers(current, projector)  # the same hyperplanes everywhere, or stop
+        if budget is not None and plan["task_memory"] > budget:
+            rows = _rows_for(plan, projector, budget)
+            if plan["action"] != "create" or chunk_rows is not None or rows is None:
+                raise MemoryError(_does_not_fit(plan, budget, rows))
+            logger.info("a task of %d rows needs %s, workers have %s: %d rows per chunk",
+                        plan["attrs"]["chunk_rows"], format_bytes(plan["task_memory"]),
+                        format_bytes(budget), rows)
+            plan = make_plan(rows)
+    if on_plan is not None:
+        on_plan(plan)
     summary = write_plan(plan, projector, client=current, progress=progress, retries=retries)
     return FeaturizeResult(summary, projector, plan["action"])
 
@@ -212,3 +268,159 @@ def featurize_to_store(
 def _as_current(client):
     """``client.as_current()``, or nothing to do without a client."""
     return contextlib.nullcontext() if client is None else client.as_current()
+
+
+def format_bytes(n) -> str:
+    """``1.5 GiB``-style text for a byte count."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"  # pragma: no cover
+
+
+def _n_components(projector) -> int | None:
+    if hasattr(projector, "_n_features_out") and hasattr(projector, "spec_checksum_"):
+        return int(projector._n_features_out)
+    k = getattr(projector, "n_components", None)
+    return int(k) if isinstance(k, int) else None
+
+
+def size_job(X, projector, dest, *, dtype=None, chunk_rows=None) -> dict:
+    """Size a featurize job without fitting, computing or writing anything.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+    projector : BaseProjector
+        Fitted or not (then its ``n_components`` gives the output width).
+    dest : str or os.PathLike
+        The feature store; an existing one keeps its chunk grid.
+    dtype, chunk_rows
+        As for :func:`featurize_to_store`.
+
+    Returns
+    -------
+    dict
+        ``shape`` (n_samples, n_components), ``dtype``, ``bytes`` (of the output),
+        ``chunk_rows``, ``n_chunks``, ``task_memory`` (bytes one task needs, without the
+        projector's own arrays when it is not fitted yet) and ``path``.
+    """
+    from ._blockwise import _output_dtype
+    from .feature_store.format import FEATURES_FORMAT, _read_attrs
+    from .feature_store.plan import model_bytes, new_chunk_rows, task_memory
+
+    path = Path(dest).expanduser().absolute()
+    n, d = int(X.shape[0]), int(X.shape[1])
+    k = _n_components(projector)
+    out_dtype = np.dtype(_output_dtype(X, dtype))
+    old = _read_attrs(path) if path.is_dir() else None
+    if old is not None and old.get("dkrp_format") == FEATURES_FORMAT:
+        rows = int(old["chunk_rows"])
+    else:
+        rows = new_chunk_rows(X, (k or 0) * out_dtype.itemsize, chunk_rows)
+        rows = rows or (int(X.chunks[0][0]) if X.chunks[0] else 1)
+    rows = max(1, min(rows, n)) if n else 1
+    fitted = hasattr(projector, "spec_checksum_")
+    memory = task_memory(rows, d, X.dtype.itemsize, k or 0, out_dtype.itemsize,
+                         model_bytes(projector) if fitted else 0)
+    return {"path": str(path), "shape": (n, k), "dtype": out_dtype.name,
+            "bytes": None if k is None else n * k * out_dtype.itemsize,
+            "chunk_rows": rows, "n_chunks": -(-n // rows) if n else 0,
+            "task_memory": memory}
+
+
+def _check_disk(size, dest):
+    """Refuse an output that cannot fit the free space where it goes."""
+    if size["bytes"] is None:
+        return
+    where = Path(dest).expanduser().absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if size["bytes"] > free:
+        n, k = size["shape"]
+        raise MemoryError(
+            f"The output is {n} x {k} {size['dtype']} = {format_bytes(size['bytes'])}, more "
+            f"than the {format_bytes(free)} free at {where}. Nothing was started; use fewer "
+            "components (--n-components) or rows, float32 (--dtype float32), or another disk."
+        )
+
+
+def _worker_rss(dask_worker=None):
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def task_budget(client) -> float | None:
+    """Bytes one task may use on the tightest worker of ``client`` (None: no limits).
+
+    ``(pause * memory_limit - memory in use) / threads``, ``pause`` being
+    ``distributed.worker.memory.pause`` (0.8 by default: a worker above it takes no
+    new task).
+
+    Raises
+    ------
+    MemoryError
+        A worker's memory in use is already above its pause threshold: it would never
+        run a task, and the job would hang.
+    """
+    import dask
+
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    in_use = client.run(_worker_rss, on_error="return")
+    pause = dask.config.get("distributed.worker.memory.pause", 0.8) or 0.95
+    budget = None
+    for address, info in workers.items():
+        limit = info.get("memory_limit") or 0
+        if not limit:
+            continue
+        used = in_use.get(address, info.get("metrics", {}).get("memory", 0))
+        if isinstance(used, BaseException):  # died while asked, e.g. killed by its nanny
+            raise MemoryError(
+                f"Worker {address} (memory limit {format_bytes(limit)}) stopped answering "
+                "before running any task; a worker restarted for exceeding its memory limit "
+                "at start-up would make the job hang. Give workers more memory "
+                "(--memory-limit 1GiB or more)."
+            ) from used
+        if used >= pause * limit:
+            raise MemoryError(
+                f"Worker {address} uses {format_bytes(used)} before running any task, but "
+                f"its memory limit is {format_bytes(limit)} and a worker above {pause:.0%} of "
+                f"it ({format_bytes(pause * limit)}) runs nothing: the job would hang. Give "
+                f"workers more memory (--memory-limit {-(-2 * used // (pause * 2**20)):.0f}MiB "
+                "or more)."
+            )
+        per_task = (pause * limit - used) / max(1, int(info.get("nthreads", 1)))
+        budget = per_task if budget is None else min(budget, per_task)
+    return budget
+
+
+def _rows_for(plan, projector, budget) -> int | None:
+    """The chunk rows whose task fits ``budget`` (None: not even one row)."""
+    from .feature_store.plan import choose_chunk_rows, model_bytes, task_memory
+
+    X, attrs = plan["X"], plan["attrs"]
+    itemsize = np.dtype(plan["dtype"]).itemsize
+    per_row = task_memory(1, X.shape[1], X.dtype.itemsize, attrs["n_components"], itemsize)
+    room = budget - model_bytes(projector)
+    if room < per_row:
+        return None
+    return choose_chunk_rows(attrs["n_samples"], per_row, room)
+
+
+def _does_not_fit(plan, budget, rows) -> str:
+    attrs = plan["attrs"]
+    head = (f"One task ({attrs['chunk_rows']} rows x {attrs['n_components']} "
+            f"{attrs['dtype']} features) needs about {format_bytes(plan['task_memory'])}, but "
+            f"a worker has about {format_bytes(budget)} per task.")
+    if rows is None:
+        return (head + " Not even one row fits: give workers more memory (--memory-limit) "
+                "or fewer threads, or use fewer components.")
+    if plan["action"] != "create":
+        return (head + f" The store {plan['path']} has {attrs['chunk_rows']} rows per chunk "
+                "(kept when resuming): give workers more memory (--memory-limit) or fewer "
+                f"threads, or start a new store with --chunk-rows {rows}.")
+    return head + f" Use --chunk-rows {rows} (chunk_rows={rows}) or less."

@@ -112,7 +112,31 @@ def start_local_cluster(
         threads_per_worker,
         memory_limit,
     )
-    return LocalCluster(**options)
+    if not processes:
+        return LocalCluster(**options)
+    # Ctrl-C in a terminal sends SIGINT to every process of the foreground group, the
+    # worker processes too, which then die printing tracebacks. The client handles it
+    # (and closes the cluster); workers ignore it: spawned while SIGINT is ignored, they
+    # inherit that (Python keeps an ignored SIGINT ignored), and a worker a nanny
+    # restarts later ignores it through the preload.
+    options["preload"] = [*list(options.get("preload") or []), "dkrp._worker_signals"]
+    with _sigint_ignored():
+        return LocalCluster(**options)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,8 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
+
 from .._blockwise import prepare_input
 from ..errors import FeatureStoreError, FeatureStoreMismatchError
 from .format import (
@@ -38,6 +40,66 @@ def _regular_chunk_rows(chunks) -> int | None:
     return None
 
 
+#: Output bytes per chunk a new store aims at when the input's row chunks would give more
+#: (ingest sizes chunks by *input* bytes: 64 MiB of 54 features is 2.5 GB of 2000 features).
+TARGET_CHUNK_BYTES = 64 * 2**20
+
+#: Row blocks of the transforms (512 for KRP, 1024 for RFF, 2048 for Maclaurin): chunk
+#: rows chosen here are multiples of it, so the store equals the in-memory transform
+#: byte for byte.
+ROW_ALIGN = 2048
+
+
+def choose_chunk_rows(n_rows, row_bytes, max_bytes=TARGET_CHUNK_BYTES) -> int:
+    """The most rows whose output fits ``max_bytes``, in whole transform row blocks.
+
+    Parameters
+    ----------
+    n_rows : int
+    row_bytes : int
+        Output bytes of one row (``n_components * itemsize``).
+    max_bytes : int
+
+    Returns
+    -------
+    int
+        A multiple of :data:`ROW_ALIGN` (or of 512 below it) when one fits, else the
+        most rows that fit (at least 1), and never more than ``n_rows``.
+    """
+    rows = max(1, int(max_bytes) // max(1, int(row_bytes)))
+    for align in (ROW_ALIGN, 512):
+        if rows >= align:
+            rows -= rows % align
+            break
+    return max(1, min(rows, int(n_rows)))
+
+
+def task_memory(chunk_rows, n_features, in_itemsize, n_components, out_itemsize,
+                model_bytes=0) -> int:
+    """Bytes one chunk task holds at its peak (an estimate, on the generous side).
+
+    The input block and its cast to the output dtype, the output block, its copy for
+    the write, and the transform's working arrays (taken as one more output block),
+    plus the projector the worker regenerates.
+    """
+    rows = int(chunk_rows)
+    return int(rows * n_features * (in_itemsize + out_itemsize)
+               + 3 * rows * n_components * out_itemsize + model_bytes)
+
+
+def new_chunk_rows(X, row_bytes, chunk_rows=None, max_chunk_bytes=None) -> int | None:
+    """Rows per chunk of a new store of ``X``: ``chunk_rows`` if given, else those of
+    ``X`` (None) when their output fits ``max_chunk_bytes`` (default
+    :data:`TARGET_CHUNK_BYTES`), else :func:`choose_chunk_rows`."""
+    if chunk_rows is not None:
+        return max(1, int(chunk_rows))
+    limit = TARGET_CHUNK_BYTES if max_chunk_bytes is None else int(max_chunk_bytes)
+    inherited = _regular_chunk_rows(X.chunks[0]) or max(X.chunks[0], default=1)
+    if inherited * row_bytes > limit:
+        return choose_chunk_rows(X.shape[0], row_bytes, limit)
+    return None
+
+
 def _align_rows(X, chunk_rows=None):
     """Rechunk ``X`` rows onto a regular grid (Zarr's) unless already on one.
 
@@ -59,20 +121,106 @@ def _align_rows(X, chunk_rows=None):
     return X, chunk_rows
 
 
+def overwrite_sibling(path) -> Path:
+    """Where an ``overwrite`` run builds the store that replaces the one at ``path``.
+
+    A hidden sibling in the same directory (so the final swap is two renames on one
+    file system), named after the *real* store when ``path`` is a symlink. Its name is
+    fixed, so the same command run again after a crash finds and resumes it.
+    """
+    real = Path(path).expanduser().absolute()
+    real = real.resolve() if real.is_symlink() else real
+    return real.with_name(f".{real.name}.overwrite")
+
+
+def _inside(inner: Path, outer: Path) -> bool:
+    return outer in inner.parents
+
+
+def check_output_path(out_path, *, input_path=None) -> None:
+    """Refuse an output path whose use could lose data; nothing on disk is changed.
+
+    ``out_path`` may be missing, an empty directory or a dkrp feature store (which
+    only ``overwrite=True`` replaces, and only once its replacement is complete).
+    Anything else (a file, a directory of other files, a dataset store) is refused,
+    ``overwrite`` or not, as is an output that is, contains or lies inside the input
+    (after resolving symlinks and relative paths).
+
+    Parameters
+    ----------
+    out_path : str or os.PathLike
+    input_path : str or os.PathLike, optional
+        The input the features are made from, when it is a path.
+
+    Raises
+    ------
+    FeatureStoreError
+        Naming the path, what is there, and what to do instead.
+    """
+    path = Path(out_path).expanduser().absolute()
+    if input_path is not None:
+        src = Path(input_path).expanduser().resolve()
+        dst = path.resolve()
+        what = None
+        if src == dst:
+            what = "is the input"
+        elif _inside(dst, src):
+            what = "is inside the input"
+        elif _inside(src, dst):
+            what = "contains the input"
+        if what is not None:
+            raise FeatureStoreError(
+                f"The output {path} {what} {src}: featurize never writes over its own input. "
+                "Nothing was changed; choose another output path."
+            )
+    if not (path.exists() or path.is_symlink()):
+        return
+    if path.is_dir():
+        attrs = _read_attrs(path)
+        if attrs is not None and attrs.get("dkrp_format") == FEATURES_FORMAT:
+            return
+        if attrs is None and not any(path.iterdir()):
+            return  # an empty directory: nothing to lose
+        kind = (f"a dkrp {attrs.get('dkrp_format')} store"
+                if attrs is not None and attrs.get("dkrp_format") else "a directory")
+    else:
+        kind = "a file"
+    raise FeatureStoreError(
+        f"{path} exists and is not a dkrp feature store (it is {kind}); featurize (even "
+        "with overwrite=True / --overwrite) replaces only feature stores. Nothing was "
+        "changed: choose another output path, or remove it yourself."
+    )
+
+
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
-                  fingerprint=None) -> dict:
+                  fingerprint=None, chunk_rows=None, max_chunk_bytes=None) -> dict:
     """Check a feature-store run before anything is written or any cluster is started.
 
-    Validates ``X`` for ``projector`` (feature count, 2-D, numeric) and compares an
+    Validates ``X`` for ``projector`` (feature count, 2-D, numeric), refuses an output
+    path that is not a feature store (:func:`check_output_path`) and compares an
     existing store at ``out_path`` with this run.
+
+    With ``overwrite=True`` a store made by another run is not touched here: the plan
+    builds its replacement in the hidden sibling :func:`overwrite_sibling` (resuming it
+    when an earlier run of the same job left it behind), and
+    :func:`dkrp.feature_store.write_plan` swaps it in once complete.
+
+    The rows per output chunk of a new store: ``chunk_rows`` when given; else the
+    input's row chunks when their output fits ``max_chunk_bytes`` (default
+    :data:`TARGET_CHUNK_BYTES`), else :func:`choose_chunk_rows` (the input is
+    rechunked to match). An existing store keeps its chunk grid.
 
     Returns
     -------
     dict
         ``action`` (``"create"``, ``"resume"`` or ``"noop"`` for a finished store),
-        ``path``, ``attrs`` (the attributes the store will have), ``X`` (validated,
-        rows aligned with the output chunks), ``dtype``, ``missing`` (chunks to
-        write) and ``seconds`` (the time planning took, counted in the run's time).
+        ``path`` (the store), ``build_path`` (where chunks are written: ``path``, or its
+        hidden sibling when ``replace``), ``replace`` (swap ``build_path`` in for the
+        store at ``path`` once complete), ``attrs`` (the attributes the store will
+        have), ``X`` (validated, rows aligned with the output chunks), ``dtype``,
+        ``missing`` (chunks to write), ``task_memory`` (bytes one chunk task needs,
+        :func:`task_memory`) and ``seconds`` (the time planning took, counted in the
+        run's time).
 
     Raises
     ------
@@ -81,35 +229,71 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     """
     t0 = time.perf_counter()
     path = Path(out_path).expanduser().absolute()
+    input_path = (source or {}).get("path") if isinstance(source, dict) else None
+    if input_path is None and fingerprint is not None:
+        input_path = fingerprint.get("source_path")
+    check_output_path(path, input_path=input_path)
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
     if fingerprint is None:
         fingerprint = input_fingerprint(X, source=source)
-    old = _read_attrs(path) if path.exists() else None
-    resumable = old is not None and old.get("dkrp_format") == FEATURES_FORMAT
-    if path.exists() and not resumable and not overwrite:
-        raise FeatureStoreError(
-            f"{path} exists and is not a dkrp feature store; choose another output path "
-            "(or pass overwrite=True / --overwrite to replace it)."
+    k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
+    new_rows = new_chunk_rows(X, k * itemsize, chunk_rows, max_chunk_bytes)
+
+    def compare(store):
+        """(old attrs, X aligned, attrs, problems) of this run against ``store``."""
+        old = _read_attrs(store) if store.is_dir() else None
+        if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
+            old = None
+        rows = int(old.get("chunk_rows", 0)) if old is not None else new_rows
+        aligned, rows = _align_rows(X, rows or None)
+        attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint)
+        return old, aligned, attrs, (_mismatches(old, attrs) if old is not None else [])
+
+    build, replace = path, False
+    old, aligned, attrs, problems = compare(path)
+    if problems and not overwrite:
+        raise FeatureStoreMismatchError(
+            f"The feature store {path} was made by another run: "
+            + "; ".join(problems)
+            + ". Nothing was changed. Use another output path, or pass overwrite=True "
+            "(--overwrite) to replace it (the new store is built beside it and replaces it "
+            "only once complete)."
         )
-    chunk_rows = int(old.get("chunk_rows", 0)) if resumable else None
-    X, chunk_rows = _align_rows(X, chunk_rows or None)
-    attrs = _expected_attrs(projector, X, out_dtype, chunk_rows, fingerprint)
-    if resumable:
-        problems = _mismatches(old, attrs)
-        if problems and not overwrite:
-            raise FeatureStoreMismatchError(
-                f"The feature store {path} was made by another run: "
-                + "; ".join(problems)
-                + ". Nothing was changed. Use another output path, or pass overwrite=True "
-                "(--overwrite) to replace it."
+    sibling = overwrite_sibling(path)
+    if overwrite and (problems or (old is None and sibling.exists())):
+        # build the replacement beside the store; resume one that a killed run of this
+        # same job left there, and discard one of another job
+        build, replace = sibling, True
+        old, aligned, attrs, problems = compare(sibling)
+        if sibling.exists() and old is None:
+            raise FeatureStoreError(
+                f"{sibling} (where --overwrite builds the new store) exists and is not a dkrp "
+                "feature store. Nothing was changed; remove it yourself."
             )
         if problems:
-            resumable = False
+            logger.info("discarding %s, a replacement left by another job: %s", sibling,
+                        "; ".join(problems))
+            old = None
     n_chunks = attrs["n_chunks"]
-    if not resumable:
+    if old is None:
         action, missing = "create", n_chunks
     else:
-        missing = int((~_done_chunks(path, n_chunks)).sum())
-        action = "noop" if (old.get("complete") is True and missing == 0) else "resume"
-    return {"action": action, "path": path, "attrs": attrs, "X": X, "dtype": out_dtype,
-            "missing": missing, "seconds": time.perf_counter() - t0}
+        missing = int((~_done_chunks(build, n_chunks)).sum())
+        finished = old.get("complete") is True and missing == 0
+        action = "noop" if finished and not replace else "resume"
+    memory = task_memory(attrs["chunk_rows"], X.shape[1], X.dtype.itemsize, k, itemsize,
+                         model_bytes(projector))
+    return {"action": action, "path": path, "build_path": build, "replace": replace,
+            "attrs": attrs, "X": aligned, "dtype": out_dtype, "missing": missing,
+            "task_memory": memory, "seconds": time.perf_counter() - t0}
+
+
+def model_bytes(projector) -> int:
+    """Bytes of the arrays a fitted projector holds (what each worker regenerates)."""
+    total = 0
+    for value in vars(projector).values():
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+        elif isinstance(value, (list, tuple)):
+            total += sum(v.nbytes for v in value if isinstance(v, np.ndarray))
+    return int(total)

@@ -16,6 +16,12 @@ Protocol
    only safe concurrent write in Zarr), then set its done marker. A task may run
    twice (a worker dies after writing): the rewrite produces identical bytes.
 4. After every chunk is done, ``complete: true`` is written, last.
+5. ``overwrite=True`` never deletes a store first: the new one is built in the hidden
+   sibling ``.<name>.overwrite`` and swapped in only once complete (old store renamed
+   aside to ``.<name>.replaced``, new one renamed in, old one deleted). A run that fails,
+   is interrupted or killed leaves the old store complete and readable; the same command
+   run again resumes the sibling (another job's sibling is discarded). Only feature
+   stores are ever replaced, never the input (:func:`~dkrp.feature_store.plan.check_output_path`).
 
 A rerun reads ``done`` and schedules only the missing chunks; finished chunk files
 are not rewritten. It also deletes Zarr's temporary ``*.partial`` files that a writer
@@ -26,6 +32,7 @@ here). Readers (:func:`dkrp.feature_store.open_features`) refuse incomplete stor
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from pathlib import Path
@@ -69,8 +76,11 @@ def write_features(
     client : distributed.Client, optional
         Default: the current default client, if any, else dask's local scheduler.
     overwrite : bool, default=False
-        Replace a store made by another spec/input/dtype. Without it such a store is
-        refused and left untouched.
+        Replace a *feature store* made by another spec/input/dtype, atomically: the new
+        store is built beside it and swapped in only once complete (see Protocol, 5).
+        Without it such a store is refused and left untouched. Anything that is not a
+        feature store (user files, a dataset store, the input itself) is refused either
+        way.
     progress : bool or callable, default=True
         True shows a tqdm bar on stderr; a callable is called as
         ``progress(done, total)`` after each chunk; False is silent.
@@ -103,7 +113,8 @@ def write_features(
         (wrapping the original exception). The message names the partition, its rows
         and the original error; the store stays incomplete with finished chunks kept.
     FeatureStoreError
-        ``out_path`` holds something that is not a feature store.
+        ``out_path`` holds something that is not a feature store, or is (or contains,
+        or lies inside) the input named by ``source``/``fingerprint``.
     ValueError
         Bad input: wrong feature count (before any task runs), NaN/inf (naming the
         partition and global row).
@@ -148,34 +159,62 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     retries = check_integer("retries", retries, minimum=0)
     t0 = time.perf_counter() - plan.get("seconds", 0.0)
     path, attrs, X, out_dtype = plan["path"], plan["attrs"], plan["X"], plan["dtype"]
+    build = plan.get("build_path", path)
     n_chunks = attrs["n_chunks"]
     if plan["action"] == "noop":
         return _summary(path, attrs, t0, written=0, skipped=n_chunks)
     if plan["action"] == "create":
-        if path.exists():
-            logger.info("overwriting %s", path)
-            shutil.rmtree(path)
-        _create(path, attrs)
+        if build != path and build.exists():
+            # plan_features checked it is a feature store: a replacement left by another job
+            logger.info("removing %s, an unfinished replacement of another job", build)
+            shutil.rmtree(build)
+        elif build.exists():
+            build.rmdir()  # plan_features allows only an empty directory here
+        _create(build, attrs)
         done = np.zeros(n_chunks, dtype=bool)
     else:
-        _remove_partial_files(path)
-        done = _done_chunks(path, n_chunks)
+        _remove_partial_files(build)
+        done = _done_chunks(build, n_chunks)
 
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)
-    logger.info("%s: %d of %d chunks to write", path, len(todo), n_chunks)
-    _run_tasks(X, projector, out_dtype, path, todo, client, progress, n_chunks, skipped,
+    logger.info("%s: %d of %d chunks to write", build, len(todo), n_chunks)
+    _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
                retries)
 
-    if not _done_chunks(path, n_chunks).all():  # pragma: no cover - defensive
-        raise FeatureStoreError(f"{path}: some chunks are not marked done after the run.")
+    if not _done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
+        raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
     import zarr
 
-    group = zarr.open_group(str(path), mode="r+")
+    group = zarr.open_group(str(build), mode="r+")
     final = dict(attrs)
     final["complete"] = True
     group.attrs.update(final)  # the completion marker, last
+    if plan.get("replace"):
+        _swap_in(build, path)
     return _summary(path, attrs, t0, written=len(todo), skipped=skipped)
+
+
+def _swap_in(build: Path, path: Path):
+    """Replace the store at ``path`` by the complete store ``build``, its hidden sibling.
+
+    Two renames in one directory: the old store moves aside to ``.<name>.replaced``, the
+    new one takes its place, then the old one is deleted. Until the first rename the old
+    store is untouched; a process killed between the renames leaves the complete new
+    store at ``.<name>.overwrite`` (the same command swaps it in) and the old one at
+    ``.<name>.replaced`` (deleted by the next swap). A symlink at ``path`` keeps pointing
+    at the real store, which is what gets replaced.
+    """
+    real = path.resolve() if path.is_symlink() else path
+    aside = real.with_name(f".{real.name}.replaced")
+    if aside.exists():
+        logger.info("removing %s, a replaced store left by a killed run", aside)
+        shutil.rmtree(aside)
+    if real.exists():
+        os.rename(real, aside)
+    os.rename(build, real)
+    logger.info("replaced %s", real)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _remove_partial_files(path: Path):
