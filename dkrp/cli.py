@@ -343,9 +343,11 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
 
     planned = {}
     try:
-        summary = _featurize_job(input_path, output, method, degree, n_components,
-                                 n_hyperplanes, n_terms, distribution, density, pool,
-                                 index_design, kernel, gamma, seed, dtype, scheduler,
+        options = dict(degree=degree, n_components=n_components,
+                       n_hyperplanes=n_hyperplanes, n_terms=n_terms, distribution=distribution,
+                       density=density, pool=pool, index_design=index_design, kernel=kernel,
+                       gamma=gamma, scale=scale, random_state=seed)
+        summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
                                  scheduler_file, n_workers, memory_limit, retries, overwrite,
                                  quiet, on_fit, planned, chunk_rows, dry_run)
     except KeyboardInterrupt:
@@ -390,20 +392,14 @@ def _interrupted(planned):
     sys.exit(130)
 
 
-def _featurize_job(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
-                   distribution, density, pool, index_design, kernel, gamma, seed, dtype,
-                   scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite,
-                   quiet, on_fit, planned, chunk_rows, dry_run):
+def _featurize_job(input_path, output, method, options, dtype, scheduler, scheduler_file,
+                   n_workers, memory_limit, retries, overwrite, quiet, on_fit, planned,
+                   chunk_rows, dry_run):
     from .jobs import featurize_to_store
     from .methods import make_projector
 
     with _as_click_errors(), contextlib.ExitStack() as stack:
-        projector = make_projector(
-            method, degree=degree, n_components=n_components, n_hyperplanes=n_hyperplanes,
-            n_terms=n_terms, distribution=distribution, density=density, pool=pool,
-            index_design=index_design, kernel=kernel, gamma=gamma, scale=scale,
-            random_state=seed,
-        )
+        projector = make_projector(method, **options)
         # the cluster starts only when there is work for it: a mismatched store is
         # refused, and a finished one confirmed, without one
         summary, _, _ = featurize_to_store(
