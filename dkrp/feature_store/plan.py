@@ -16,10 +16,10 @@ from .._blockwise import prepare_input
 from ..errors import FeatureStoreError, FeatureStoreMismatchError
 from .format import (
     FEATURES_FORMAT,
-    _done_chunks,
     _expected_attrs,
     _mismatches,
     _read_attrs,
+    _written_chunks,
     input_fingerprint,
 )
 
@@ -109,7 +109,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if not resumable:
         action, missing = "create", n_chunks
     else:
-        missing = int((~_done_chunks(path, n_chunks)).sum())
+        missing = int((~_written_chunks(path, n_chunks)).sum())
         action = "noop" if (old.get("complete") is True and missing == 0) else "resume"
     return {"action": action, "path": path, "attrs": attrs, "X": X, "dtype": out_dtype,
             "missing": missing, "seconds": time.perf_counter() - t0}

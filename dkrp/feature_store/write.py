@@ -17,10 +17,13 @@ Protocol
    twice (a worker dies after writing): the rewrite produces identical bytes.
 4. After every chunk is done, ``complete: true`` is written, last.
 
-A rerun reads ``done`` and schedules only the missing chunks; finished chunk files
-are not rewritten. It also deletes Zarr's temporary ``*.partial`` files that a writer
-killed mid-write left behind (a single writer per store is assumed, as everywhere
-here). Readers (:func:`dkrp.feature_store.open_features`) refuse incomplete stores.
+A rerun reads ``done`` and schedules only the missing chunks (not marked done, or
+whose chunk file has been deleted since); finished chunk files are not rewritten. It
+also deletes Zarr's temporary ``*.partial`` files that a writer killed mid-write left
+behind (a single writer per store is assumed, as everywhere here). Readers
+(:func:`dkrp.feature_store.open_features`) refuse incomplete stores and missing chunks;
+a corrupt chunk is found by its checksum on read, and ``dkrp verify STORE --repair``
+(:func:`dkrp.feature_store.verify_store`) rewrites it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FeatureStoreError
-from .format import _create, _done_chunks
+from .format import _create, _done_chunks, _written_chunks
 from .plan import plan_features
 from .tasks import _run_tasks
 
@@ -159,7 +162,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         done = np.zeros(n_chunks, dtype=bool)
     else:
         _remove_partial_files(path)
-        done = _done_chunks(path, n_chunks)
+        done = _written_chunks(path, n_chunks)  # a chunk file deleted since is redone
 
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)
