@@ -85,7 +85,7 @@ def missing_chunks(array_dir, array) -> list[tuple[int, ...]]:
 def _describe_failure(exc) -> str:
     if isinstance(exc, ValueError) and "checksum" in str(exc).lower():
         return "it fails its crc32c checksum (the file changed after it was written)"
-    return f"it cannot be decoded ({type(exc).__name__}: {exc})"
+    return f"it cannot be decoded ({type(exc).__name__}: {str(exc).rstrip('.')})"
 
 
 def chunk_where(name, array, coords) -> str:
