@@ -249,7 +249,14 @@ def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
     arrays, problems, tasks = {}, [], []
     for name in names:
         array_dir = store / name
-        array = zarr.open_array(str(array_dir), mode="r")
+        try:
+            array = zarr.open_array(str(array_dir), mode="r")
+        except Exception as exc:  # noqa: BLE001 - no metadata: nothing to check against
+            raise ValueError(
+                f"Store {store}: the metadata of array {name!r} ({name}/zarr.json) is missing "
+                f"or unreadable ({type(exc).__name__}: {exc}); its chunks cannot be checked. "
+                "Rebuild the store (featurize or ingest with --overwrite)."
+            ) from exc
         all_chunks = _all_chunks(array)
         arrays[name] = {"chunks": len(all_chunks), "checksums": has_checksums(array)}
         missing = set(missing_chunks(array_dir, array))

@@ -363,7 +363,9 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     ----------
     path : str or os.PathLike
     allow_incomplete : bool, default=False
-        Open a store whose run has not finished (unwritten chunks read as NaN).
+        Open a store whose run has not finished (unwritten chunks read as NaN), or
+        a complete store with a missing chunk file (to inspect it; reading that
+        chunk still raises).
 
     Returns
     -------
@@ -402,7 +404,7 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
             "missing chunks, or pass allow_incomplete=True to inspect it."
         )
     array = zarr.open_array(str(path / "Z"), mode="r")
-    if attrs.get("complete") is True:
+    if attrs.get("complete") is True and not allow_incomplete:
         _check_complete_chunks(path, array)
     Z = read_checked(path, "Z", "features", array,
                      allow_missing=attrs.get("complete") is not True)
