@@ -125,16 +125,17 @@ def verify_features(path, *, repair=False, client=None, input=None, progress=Fal
         raise FeatureStoreError(f"{path} is not a dkrp feature store.")
     n_chunks = int(attrs.get("n_chunks", 0))
     complete = attrs.get("complete") is True
-    reader = None if callable(client) else client
-    report = check_arrays(path, ["Z", "done"], client=reader)
-
+    # the done markers first: a writer still running writes a chunk before its marker,
+    # so a chunk marked done here is on disk when the chunks are listed below
     done_array = zarr.open_array(str(path / "done"), mode="r")
-    unreadable = {p["chunk"][0] for p in report["problems"]
-                  if p["array"] == "done" and p["problem"] == "corrupt"}
     done = np.zeros(n_chunks, dtype=bool)
     for i in range(n_chunks):
-        if i not in unreadable:
+        try:
             done[i] = bool(done_array[i] == 1)
+        except Exception:  # noqa: BLE001 - a corrupt marker, reported by check_arrays
+            pass
+    reader = None if callable(client) else client
+    report = check_arrays(path, ["Z", "done"], client=reader)
 
     problems, bad = [], set()
     for p in report["problems"]:
