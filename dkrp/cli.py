@@ -1,5 +1,5 @@
 """The ``dkrp`` command (also ``dask dkrp`` and ``python -m dkrp``): ingest, featurize,
-info, methods, demo.
+info, verify, methods, demo.
 
 The only place in dkrp that prints. User errors (missing files, bad parameters,
 a store made by another run, NaN in the input) become ``click.ClickException``:
@@ -181,6 +181,7 @@ def main(verbose):
       dkrp ingest covtype.csv covtype.zarr --label-column Cover_Type --drop-column Id
       dkrp featurize covtype.zarr covtype-krp.zarr --n-components 2000 --seed 0
       dkrp info covtype-krp.zarr
+      dkrp verify covtype-krp.zarr --repair
       dkrp methods
       dkrp demo --dataset digits
     """
@@ -498,6 +499,65 @@ def info(store, as_json):
         return
     for line in _info_lines(path):
         click.echo(line)
+
+
+def _verify_lines(report: dict):
+    """The lines ``dkrp verify`` prints for a :func:`~dkrp.feature_store.verify_store` report."""
+    kind = "feature store" if report["format"] == "features" else "dataset store"
+    sums = ("crc32c checksums" if report["checksums"] else
+            "no checksums (written before dkrp added them): only missing and undecodable "
+            "chunks can be found, not changed bytes")
+    yield (f"{kind} {report['path']}: {report['chunks_checked']} chunks in "
+           f"{len(report['arrays'])} array(s) checked, {sums}")
+    for p in report["problems"]:
+        yield f"  {p['problem'].upper()} {p['file']} (chunk {tuple(p['chunk'])}): {p['detail']}"
+    if report["repaired"]:
+        chunks = ", ".join(str(i) for i in report["repaired"])
+        yield (f"  repaired {len(report['repaired'])} chunk(s) ({chunks}): recomputed from the "
+               "spec and the input and rewritten")
+    if report["ok"]:
+        yield "  OK" + ("" if report["complete"] else " (but incomplete)")
+
+
+@main.command(short_help="Check every chunk of a store; --repair rewrites bad feature chunks.")
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.option("--repair", is_flag=True,
+              help="Feature stores: recompute the missing and corrupt chunks from the spec "
+                   "and the input and rewrite them (byte-identical to a clean run).")
+@click.option("--input", "input_path", type=click.Path(exists=True),
+              help="The input to recompute from (default: the path recorded in the store).")
+@_cluster_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memory_limit,
+           quiet):
+    """Check every chunk of the dataset or feature store STORE: present, checksum intact.
+
+    With --repair, a feature store's missing and corrupt chunks are recomputed
+    from its spec and its input (checked against the input fingerprint in the
+    store) on a Dask cluster and rewritten; nothing else is written. A dataset
+    store cannot be rebuilt from itself: re-ingest it from its source. Exits
+    with status 1 when a bad chunk remains.
+
+    \b
+    Examples:
+      dkrp verify krp.zarr
+      dkrp verify krp.zarr --repair
+      dkrp verify covtype.zarr
+    """
+    from .feature_store import verify_store
+
+    with _as_click_errors(), contextlib.ExitStack() as stack:
+        report = verify_store(
+            store, repair=repair, input=input_path, progress=not quiet,
+            client=lambda: stack.enter_context(
+                _client(scheduler, scheduler_file, n_workers, memory_limit)),
+        )
+    for line in _verify_lines(report):
+        click.echo(line)
+    if not report["ok"]:
+        raise click.ClickException(report["advice"] or "bad chunks found")
+    if report["advice"]:
+        click.echo(f"  {report['advice']}")
 
 
 #: featurize's flag for each generic option of dkrp.methods (random_state is --seed)

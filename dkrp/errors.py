@@ -15,6 +15,7 @@ __all__ = [
     "FeatureStoreMismatchError",
     "PartitionError",
     "PartitionInputError",
+    "ChunkError",
 ]
 
 
@@ -88,3 +89,37 @@ class PartitionError(FeatureStoreError):
 
 def _rebuild_partition_error(message, partition, rows, attempts):
     return PartitionError(message, partition=partition, rows=rows, attempts=attempts)
+
+
+class ChunkError(StoreError, ValueError):
+    """A chunk of a dkrp store is missing or fails its checksum.
+
+    The message names the store, the array, the chunk (and its file) and what to do
+    (``dkrp verify STORE --repair`` for a feature store, re-ingesting for a dataset
+    store).
+
+    Attributes
+    ----------
+    store : str
+        The store directory.
+    array : str
+        The array inside the store, e.g. ``"Z"`` or ``"X/data"``.
+    chunk : tuple of int
+        The chunk's grid coordinates.
+    problem : {"missing", "corrupt"}
+    """
+
+    def __init__(self, message, *, store, array, chunk, problem):
+        super().__init__(message)
+        self.store = str(store)
+        self.array = str(array)
+        self.chunk = tuple(int(c) for c in chunk)
+        self.problem = str(problem)
+
+    def __reduce__(self):  # picklable (it may cross process boundaries)
+        return (_rebuild_chunk_error,
+                (str(self), self.store, self.array, self.chunk, self.problem))
+
+
+def _rebuild_chunk_error(message, store, array, chunk, problem):
+    return ChunkError(message, store=store, array=array, chunk=chunk, problem=problem)

@@ -11,7 +11,9 @@ a killed run resume without redoing finished work:
 * :mod:`~dkrp.feature_store.tasks`: the per-chunk write tasks, retries, naming a
   failed partition, progress;
 * :mod:`~dkrp.feature_store.write`: :func:`write_features` and :func:`write_plan`,
-  the write protocol.
+  the write protocol;
+* :mod:`~dkrp.feature_store.verify`: :func:`verify_store` (``dkrp verify``), checking
+  every chunk of a store and recomputing a feature store's missing or corrupt ones.
 
 Featurizing a dataset end to end (open the input, fit, plan, check the workers,
 write) is :func:`dkrp.featurize_to_store`.
@@ -29,6 +31,7 @@ from .format import (
     open_features,
 )
 from .plan import plan_features
+from .verify import verify_features, verify_store
 from .write import write_features, write_plan
 
 __all__ = [
@@ -42,6 +45,8 @@ __all__ = [
     "input_fingerprint",
     "open_features",
     "plan_features",
+    "verify_features",
+    "verify_store",
     "write_features",
     "write_plan",
 ]

@@ -23,6 +23,16 @@ JSON spec), ``input`` (the input fingerprint) and ``manifest`` (dkrp, numpy, zar
 dask versions). They hold no timestamps or host names, so two runs of the same job
 give byte-identical stores.
 
+Both arrays' codecs end with zarr's ``crc32c`` codec: every chunk file carries a
+CRC-32C of its bytes, checked on every read. :func:`open_features` refuses a complete
+store with a missing chunk file, and reading a chunk that is missing or fails its
+checksum raises :class:`~dkrp.errors.ChunkError` naming the store, the array and the
+chunk; ``dkrp verify STORE --repair`` (:func:`dkrp.feature_store.verify_features`)
+checks every chunk and recomputes the bad ones. Stores written before checksums were
+added (dkrp 0.1.0) keep ``format_version = 1`` and open as before (the codecs are in
+each array's own metadata, and Zarr decodes both); they are checked for missing
+chunks only.
+
 Only local (or shared POSIX) file systems are supported: workers write chunk files
 themselves, so the path must be visible to every worker.
 """
@@ -31,12 +41,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .._blockwise import spec_json
+from .._chunks import read_checked, with_checksum
 from .._spec import from_spec
 from ..errors import FeatureStoreError
 
@@ -48,6 +60,8 @@ __all__ = [
     "input_fingerprint",
     "open_features",
 ]
+
+logger = logging.getLogger(__name__)
 
 FEATURES_FORMAT = "features"
 FORMAT_VERSION = 1
@@ -96,7 +110,9 @@ class FeatureSet:
 def describe_features(path, attrs) -> dict:
     """Summarise a feature store from its path and group attributes.
 
-    Reads nothing but the ``done`` markers, so it also describes an incomplete store.
+    Reads nothing but the ``done`` markers and the list of chunk files, so it also
+    describes an incomplete store; a store whose chunk file was deleted is not
+    ``complete`` (finding changed bytes needs :func:`verify_features`).
 
     Parameters
     ----------
@@ -116,14 +132,15 @@ def describe_features(path, attrs) -> dict:
     path = Path(path)
     n_chunks = int(attrs.get("n_chunks", 0))
     spec = attrs.get("spec", {})
+    written = int(_written_chunks(path, n_chunks).sum())  # a deleted chunk is not done
     return {
         "format": FEATURES_FORMAT,
         "path": str(path),
         "shape": (attrs.get("n_samples"), attrs.get("n_components")),
         "dtype": attrs.get("dtype"),
         "chunk_rows": attrs.get("chunk_rows"),
-        "complete": attrs.get("complete") is True,
-        "chunks_done": int(_done_chunks(path, n_chunks).sum()),
+        "complete": attrs.get("complete") is True and written == n_chunks,
+        "chunks_done": written,
         "n_chunks": n_chunks,
         "projector": spec.get("class"),
         "seed": spec.get("seed"),
@@ -269,6 +286,7 @@ def _mismatches(old: dict, new: dict) -> list[str]:
 
 def _create(path: Path, attrs: dict):
     import zarr
+    from zarr.codecs import ZstdCodec
 
     path.parent.mkdir(parents=True, exist_ok=True)
     group = zarr.open_group(str(path), mode="w", zarr_format=3)
@@ -281,8 +299,9 @@ def _create(path: Path, attrs: dict):
         dtype=attrs["dtype"],
         fill_value=np.nan,
         # Random features are incompressible noise to zstd (measured: 94% of raw size
-        # at 2.8x the write time for a 16384 x 2000 float32 KRP chunk); store them raw.
-        compressors=None,
+        # at 2.8x the write time for a 16384 x 2000 float32 KRP chunk); store them raw,
+        # with a crc32c checksum of each chunk (benchmarks/bench_checksum.py)
+        compressors=with_checksum(),
         config={"write_empty_chunks": True},
     )
     group.create_array(
@@ -291,6 +310,7 @@ def _create(path: Path, attrs: dict):
         chunks=(1,),
         dtype="uint8",
         fill_value=0,
+        compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
         config={"write_empty_chunks": True},
     )
     return group
@@ -302,7 +322,38 @@ def _done_chunks(path: Path, n_chunks: int) -> np.ndarray:
     if n_chunks == 0:
         return np.zeros(0, dtype=bool)
     done = zarr.open_array(str(path / "done"), mode="r")
-    return np.asarray(done[:]) == 1
+    try:
+        return np.asarray(done[:]) == 1
+    except Exception:  # noqa: BLE001 - a marker that fails its checksum is "not done"
+        marks = np.zeros(n_chunks, dtype=bool)
+        for i in range(n_chunks):
+            try:
+                marks[i] = done[i] == 1
+            except Exception as exc:  # noqa: BLE001 - its chunk is redone by a rerun
+                logger.warning("%s: the done marker of chunk %d is unreadable (%s); the "
+                               "chunk counts as not done", path, i, exc)
+        return marks
+
+
+def _written_chunks(path: Path, n_chunks: int) -> np.ndarray:
+    """Chunks marked done whose ``Z`` chunk file is on disk (a deleted one is redone)."""
+    import zarr
+
+    from .._chunks import missing_chunks
+
+    written = _done_chunks(path, n_chunks)
+    if n_chunks:
+        array = zarr.open_array(str(path / "Z"), mode="r")
+        for coords in missing_chunks(path / "Z", array):
+            written[coords[0]] = False
+    return written
+
+
+def _check_complete_chunks(path: Path, array):
+    """Refuse a complete store whose ``Z`` lacks a chunk file (it would read as NaN)."""
+    from ..io.dataset_store import _check_chunks_present
+
+    _check_chunks_present(array, path, "Z", kind="features")
 
 
 def open_features(path, *, allow_incomplete=False) -> FeatureSet:
@@ -312,7 +363,9 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     ----------
     path : str or os.PathLike
     allow_incomplete : bool, default=False
-        Open a store whose run has not finished (unwritten chunks read as NaN).
+        Open a store whose run has not finished (unwritten chunks read as NaN), or
+        a complete store with a missing chunk file (to inspect it; reading that
+        chunk still raises).
 
     Returns
     -------
@@ -325,8 +378,11 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     FeatureStoreError
         Not a feature store, or incomplete (the message says how many chunks are
         missing and how to finish it).
+    ChunkError
+        A complete store lacks a chunk file of ``Z`` (naming it). Reading a chunk
+        that is missing or fails its checksum raises it too, at compute time; both
+        say to run ``dkrp verify STORE --repair``.
     """
-    import dask.array as da
     import zarr
 
     path = Path(path).expanduser().absolute()
@@ -348,5 +404,8 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
             "missing chunks, or pass allow_incomplete=True to inspect it."
         )
     array = zarr.open_array(str(path / "Z"), mode="r")
-    Z = da.from_zarr(array, chunks=array.chunks)
+    if attrs.get("complete") is True and not allow_incomplete:
+        _check_complete_chunks(path, array)
+    Z = read_checked(path, "Z", "features", array,
+                     allow_missing=attrs.get("complete") is not True)
     return FeatureSet(Z=Z, attrs=attrs, path=path)

@@ -18,10 +18,10 @@ from .._blockwise import prepare_input
 from ..errors import FeatureStoreError, FeatureStoreMismatchError
 from .format import (
     FEATURES_FORMAT,
-    _done_chunks,
     _expected_attrs,
     _mismatches,
     _read_attrs,
+    _written_chunks,
     input_fingerprint,
 )
 
@@ -278,7 +278,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if old is None:
         action, missing = "create", n_chunks
     else:
-        missing = int((~_done_chunks(build, n_chunks)).sum())
+        missing = int((~_written_chunks(build, n_chunks)).sum())  # a deleted chunk is redone
         finished = old.get("complete") is True and missing == 0
         action = "noop" if finished and not replace else "resume"
     memory = task_memory(attrs["chunk_rows"], X.shape[1], X.dtype.itemsize, k, itemsize,

@@ -23,10 +23,13 @@ Protocol
    run again resumes the sibling (another job's sibling is discarded). Only feature
    stores are ever replaced, never the input (:func:`~dkrp.feature_store.plan.check_output_path`).
 
-A rerun reads ``done`` and schedules only the missing chunks; finished chunk files
-are not rewritten. It also deletes Zarr's temporary ``*.partial`` files that a writer
-killed mid-write left behind (a single writer per store is assumed, as everywhere
-here). Readers (:func:`dkrp.feature_store.open_features`) refuse incomplete stores.
+A rerun reads ``done`` and schedules only the missing chunks (not marked done, or
+whose chunk file has been deleted since); finished chunk files are not rewritten. It
+also deletes Zarr's temporary ``*.partial`` files that a writer killed mid-write left
+behind (a single writer per store is assumed, as everywhere here). Readers
+(:func:`dkrp.feature_store.open_features`) refuse incomplete stores and missing chunks;
+a corrupt chunk is found by its checksum on read, and ``dkrp verify STORE --repair``
+(:func:`dkrp.feature_store.verify_store`) rewrites it.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FeatureStoreError
-from .format import _create, _done_chunks
+from .format import _create, _done_chunks, _written_chunks
 from .plan import plan_features
 from .tasks import _run_tasks
 
@@ -174,7 +177,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         done = np.zeros(n_chunks, dtype=bool)
     else:
         _remove_partial_files(build)
-        done = _done_chunks(build, n_chunks)
+        done = _written_chunks(build, n_chunks)  # a chunk file deleted since is redone
 
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)

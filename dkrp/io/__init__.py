@@ -27,6 +27,7 @@ from .dataset_store import (  # noqa: F401
     TARGET_CHUNK_BYTES,
     Dataset,
     open_dataset,
+    verify_dataset,
 )
 from .ingestion import ingest
 from .tabular import from_parquet
@@ -39,4 +40,5 @@ __all__ = [
     "ingest",
     "open_dataset",
     "read_array",
+    "verify_dataset",
 ]

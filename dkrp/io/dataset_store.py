@@ -42,6 +42,13 @@ A store is published only once it is whole (see :mod:`dkrp.io.ingestion`): the `
 attribute is written ``false`` first and ``true`` last, and every chunk is written even when it
 is all zeros (``write_empty_chunks=True``), so :func:`open_dataset` can detect deleted chunk
 files instead of silently reading fill values.
+
+Every array's codecs end with zarr's ``crc32c`` codec (after ``zstd``): each chunk file
+carries a CRC-32C of its stored bytes, checked on every read. A missing chunk file or a
+checksum mismatch raises :class:`dkrp.errors.ChunkError` naming the store, the array and the
+chunk; :func:`verify_dataset` (``dkrp verify STORE``) checks every chunk. Stores written
+before (dkrp 0.1.0, no ``crc32c``) keep the same ``format_version`` and open as before: the
+codecs are recorded in each array's own metadata, and any Zarr v3 reader decodes both.
 """
 
 from __future__ import annotations
@@ -58,6 +65,10 @@ import scipy.sparse as sp
 import zarr
 from dask.base import tokenize
 
+from .._chunks import CheckedArray, check_arrays, chunk_where, missing_chunks, read_checked
+from .._chunks import repair_hint as _repair_hint
+from .._chunks import with_checksum as _with_checksum
+from ..errors import ChunkError
 from ._common import _check_finite_block
 
 #: Target size of one uncompressed chunk of ``X`` when ``chunk_rows`` is not given.
@@ -69,6 +80,13 @@ DATASET_FORMAT = "dataset"
 FORMAT_VERSION = 1
 # every chunk is written, even all-zero ones, so that missing chunk files can be detected
 _ZARR_CONFIG = {"write_empty_chunks": True}
+
+
+def _compressors():
+    """zstd (zarr's default) then a crc32c checksum of every chunk, checked on read."""
+    from zarr.codecs import ZstdCodec
+
+    return _with_checksum([ZstdCodec(level=0, checksum=False)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +150,7 @@ def _create_dense(group, name, n_rows, n_cols, chunk_rows, dtype):
         dtype=np.dtype(dtype),
         chunks=chunks,
         fill_value=0,
+        compressors=_compressors(),
         config=_ZARR_CONFIG,
     )
 
@@ -224,7 +243,7 @@ def _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacit
     ):
         xg.create_array(
             name, shape=(n_blocks, width), dtype=arr_dtype, chunks=(1, width),
-            fill_value=0, config=_ZARR_CONFIG,
+            fill_value=0, compressors=_compressors(), config=_ZARR_CONFIG,
         )
     return xg
 
@@ -249,14 +268,18 @@ def _write_csr_block(xg, block, X, chunk_rows, dtype):
 
 
 def _read_csr_block(xpath, block, rows, n_features, r0=None, r1=None):
+    store = Path(xpath).parent
     group = zarr.open_group(xpath, mode="r")
-    indptr = np.asarray(group["indptr"][block, : rows + 1])
+    # read through CheckedArray: a missing or corrupt chunk raises naming it
+    member = {name: CheckedArray(store, f"X/{name}", "dataset", group[name])
+              for name in ("indptr", "data", "indices")}
+    indptr = np.asarray(member["indptr"][block, : rows + 1])
     nnz = int(indptr[-1])
-    capacity = group["data"].shape[1]
+    capacity = member["data"].shape[1]
     if indptr[0] != 0 or nnz > capacity or np.any(np.diff(indptr) < 0):
         raise ValueError(f"Dataset store {xpath} is corrupt: block {block} has a bad indptr")
-    data = np.asarray(group["data"][block, :nnz])
-    indices = np.asarray(group["indices"][block, :nnz])
+    data = np.asarray(member["data"][block, :nnz])
+    indices = np.asarray(member["indices"][block, :nnz])
     if nnz and (indices.min() < 0 or indices.max() >= n_features):
         raise ValueError(f"Dataset store {xpath} is corrupt: block {block} has bad indices")
     return sp.csr_matrix((data, indices, indptr), shape=(rows, n_features))
@@ -280,11 +303,22 @@ def _member(group, name, path):
         raise _corrupt(path, f"member {name!r} is missing or unreadable ({exc!r})") from exc
 
 
-def _check_chunks_present(array, path, name):
-    expected = array.nchunks
-    present = array.nchunks_initialized
-    if present != expected:
-        raise _corrupt(path, f"array {name!r} has {present} of {expected} chunks on disk")
+def _check_chunks_present(array, path, name, kind="dataset"):
+    """Raise :class:`~dkrp.errors.ChunkError` naming the first missing chunk of ``array``.
+
+    Shared with the feature store: Zarr reads a missing chunk as its fill value, so a
+    complete store's chunks are checked for presence when it is opened (and again,
+    chunk by chunk, when they are read).
+    """
+    missing = missing_chunks(Path(path) / name, array)
+    if missing:
+        first = tuple(missing[0])
+        total = array.nchunks
+        raise ChunkError(
+            f"{'Feature' if kind == 'features' else 'Dataset'} store {path} is corrupt: "
+            f"array {name!r} has {total - len(missing)} of {total} chunks on disk; "
+            f"{chunk_where(name, array, first)} is missing. {_repair_hint(path, kind)}",
+            store=path, array=name, chunk=first, problem="missing")
 
 
 def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
@@ -367,7 +401,8 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
         if x_member.chunks[0] != chunk_rows:
             raise _corrupt(path, f"X has row chunks {x_member.chunks[0]}, expected {chunk_rows}")
         _check_chunks_present(x_member, path, "X")
-        X = da.from_zarr(x_member, chunks=(chunk_rows, max(n_features, 1)))
+        X = read_checked(path, "X", "dataset", x_member,
+                         chunks=(chunk_rows, max(n_features, 1)))
     elif attrs["storage"] == "csr":
         if not isinstance(x_member, zarr.Group) or x_member.attrs.get("format") != "csr":
             raise _corrupt(path, "'X' should be a group with attribute format='csr'")
@@ -405,5 +440,71 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
         if not isinstance(y_member, zarr.Array) or y_member.shape != (n_samples,):
             raise _corrupt(path, f"y should be an array of shape {(n_samples,)}")
         _check_chunks_present(y_member, path, "y")
-        y = da.from_zarr(y_member, chunks=(chunk_rows,))
+        y = read_checked(path, "y", "dataset", y_member, chunks=(chunk_rows,))
     return Dataset(X=X, y=y, attrs=attrs, path=path)
+
+
+def _dataset_arrays(path, attrs) -> list[str]:
+    names = ["X/indptr", "X/indices", "X/data"] if attrs.get("storage") == "csr" else ["X"]
+    return names + (["y"] if attrs.get("has_labels") else [])
+
+
+def verify_dataset(path, *, client=None) -> dict:
+    """Check every chunk of a dataset store: present, and matching its checksum.
+
+    A dataset store cannot be repaired from itself: a bad store is re-ingested from
+    its source (whose path and SHA-256 are in its attributes).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A dataset store made by :func:`dkrp.io.ingest`.
+    client : distributed.Client, optional
+        Read the chunks on its workers; default dask's default scheduler.
+
+    Returns
+    -------
+    dict
+        ``format`` (``"dataset"``), ``path``, ``complete``, ``ok`` (no bad chunk),
+        ``checksums`` (``True`` when every array has crc32c checksums; ``False`` for
+        stores written before dkrp added them: then only missing and undecodable
+        chunks are found, not changed bytes), ``arrays``, ``chunks_checked``,
+        ``problems`` (see :func:`dkrp.verify_store`), ``repaired`` (always ``[]``)
+        and ``advice`` (what to do when something is wrong).
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        Nothing at ``path``, or not a dataset store.
+    """
+    path = Path(path).expanduser().absolute()
+    if not path.exists():
+        raise FileNotFoundError(f"No dataset store at {path}: the path does not exist.")
+    try:
+        attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+    except Exception as exc:
+        raise ValueError(f"{path} is not a readable Zarr v3 group ({exc!r})") from exc
+    if attrs.get("dkrp_format") != DATASET_FORMAT:
+        raise ValueError(f"{path} is not a dkrp dataset store (dkrp_format is "
+                         f"{attrs.get('dkrp_format')!r})")
+    report = check_arrays(path, _dataset_arrays(path, attrs), client=client)
+    ok = not report["problems"]
+    advice = None
+    if not ok:
+        advice = (f"A dataset store cannot be repaired from itself: re-ingest it from its "
+                  f"source {attrs.get('source')} (sha256 {attrs.get('source_sha256')}, "
+                  f"ingest options {json.dumps(attrs.get('ingest'), sort_keys=True)}): "
+                  f"dkrp ingest {attrs.get('source')} {path} --overwrite (with the same "
+                  "options).")
+    return {
+        "format": DATASET_FORMAT,
+        "path": str(path),
+        "complete": attrs.get("complete") is True,
+        "ok": ok,
+        "checksums": all(a["checksums"] for a in report["arrays"].values()),
+        "arrays": report["arrays"],
+        "chunks_checked": report["chunks_checked"],
+        "problems": report["problems"],
+        "repaired": [],
+        "advice": advice,
+    }

@@ -1,0 +1,285 @@
+"""Chunk-level integrity of dkrp's Zarr v3 stores: checksums, presence, checked reads.
+
+Shared by the dataset store (:mod:`dkrp.io.dataset_store`) and the feature store
+(:mod:`dkrp.feature_store`):
+
+* :func:`with_checksum`: the codecs of a new array end with zarr's ``crc32c`` codec,
+  so every chunk file carries a CRC-32C of its stored bytes, checked by Zarr on read;
+* :func:`missing_chunks`: the chunk files of an array that are not on disk (Zarr
+  itself reads a missing chunk as the fill value, silently);
+* :class:`CheckedArray` and :func:`read_checked`: a dask array over a Zarr array
+  whose reads raise :class:`~dkrp.errors.ChunkError` naming the store, the array and
+  the chunk when the chunk file is missing or fails its checksum;
+* :func:`check_arrays`: read back every chunk of some arrays (on a dask cluster or
+  the local scheduler) and list the missing and corrupt ones, for ``dkrp verify``.
+
+Stores written before checksums were added (dkrp 0.1.0) have no ``crc32c`` codec;
+they are read as before, and :func:`has_checksums` says so. Only local (or shared
+POSIX) file systems are supported, as everywhere in dkrp: a chunk is a file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ChunkError
+
+__all__ = []
+
+CHECKSUM = "crc32c"
+
+
+def with_checksum(compressors=()) -> tuple:
+    """``compressors`` followed by zarr's ``crc32c`` codec (the last bytes-to-bytes codec)."""
+    from zarr.codecs import Crc32cCodec
+
+    return (*tuple(compressors or ()), Crc32cCodec())
+
+
+def has_checksums(array) -> bool:
+    """Whether every chunk of the Zarr v3 ``array`` carries a ``crc32c`` checksum."""
+    from zarr.codecs import Crc32cCodec
+
+    codecs = getattr(array.metadata, "codecs", ())
+    return any(isinstance(codec, Crc32cCodec) for codec in codecs)
+
+
+def chunk_grid(array) -> tuple[int, ...]:
+    """Number of chunks along each axis (at least one for an empty array's metadata)."""
+    return tuple(int(c) for c in array.cdata_shape)
+
+
+def chunk_key(array, coords) -> str:
+    """The chunk's key inside its array directory, e.g. ``c/3/0``."""
+    return array.metadata.chunk_key_encoding.encode_chunk_key(tuple(int(c) for c in coords))
+
+
+def chunk_region(array, coords) -> tuple[slice, ...]:
+    """The region of ``array`` that chunk ``coords`` holds (clipped at the array's end)."""
+    return tuple(
+        slice(c * size, min((c + 1) * size, extent))
+        for c, size, extent in zip(coords, array.chunks, array.shape, strict=True)
+    )
+
+
+def _all_chunks(array):
+    if any(s == 0 for s in array.shape):
+        return []
+    return [tuple(int(i) for i in c) for c in np.ndindex(*chunk_grid(array))]
+
+
+def missing_chunks(array_dir, array) -> list[tuple[int, ...]]:
+    """The chunks of ``array`` (stored in directory ``array_dir``) whose files are absent."""
+    array_dir = Path(array_dir)
+    present = set()
+    for root, _, files in os.walk(array_dir):
+        rel = Path(root).relative_to(array_dir)
+        for name in files:
+            present.add((rel / name).as_posix())
+    return [c for c in _all_chunks(array) if chunk_key(array, c) not in present]
+
+
+def _describe_failure(exc) -> str:
+    if isinstance(exc, ValueError) and "checksum" in str(exc).lower():
+        return "it fails its crc32c checksum (the file changed after it was written)"
+    return f"it cannot be decoded ({type(exc).__name__}: {str(exc).rstrip('.')})"
+
+
+def chunk_where(name, array, coords) -> str:
+    """``chunk (3, 0) of array 'Z' (file Z/c/3/0, rows 300..399)``."""
+    coords = tuple(int(c) for c in coords)
+    where = f"chunk {coords} of array {name!r} (file {name}/{chunk_key(array, coords)}"
+    rows = chunk_region(array, coords)[0]
+    return where + (f", rows {rows.start}..{rows.stop - 1})" if name in ("Z", "X", "y")
+                    else ")")
+
+
+def chunk_error(store, name, array, coords, problem, hint, detail=None) -> ChunkError:
+    """The :class:`ChunkError` for chunk ``coords`` of array ``name`` in ``store``."""
+    coords = tuple(int(c) for c in coords)
+    where = chunk_where(name, array, coords)
+    if problem == "missing":
+        what = "is missing: its file was deleted after the store was written"
+    else:
+        what = f"is corrupt: {detail or 'it fails its checksum'}"
+    return ChunkError(f"Store {store}: {where} {what}. {hint}", store=store, array=name,
+                      chunk=coords, problem=problem)
+
+
+def repair_hint(store, kind) -> str:
+    """What to do about a bad chunk of a ``kind`` (``"features"``/``"dataset"``) store."""
+    if kind == "features":
+        return (f"Run `dkrp verify {store} --repair` to recompute the bad chunks from the "
+                "spec and the input.")
+    return (f"Run `dkrp verify {store}` to check every chunk, then re-ingest the store "
+            "from its source (`dkrp ingest SOURCE STORE --overwrite`).")
+
+
+class CheckedArray:
+    """A Zarr array whose reads refuse missing and corrupt chunks, naming them.
+
+    Wraps ``zarr.open_array(store / name)`` for :func:`dask.array.from_array`: before
+    a region is read, the files of the chunks it covers must exist (Zarr would read
+    a missing one as the fill value), and a chunk that fails its checksum or cannot
+    be decoded raises :class:`ChunkError` with :func:`repair_hint`.
+    """
+
+    def __init__(self, store, name, kind, array=None, allow_missing=False):
+        import zarr
+
+        self.allow_missing = bool(allow_missing)
+        self.store = str(store)
+        self.name = str(name)
+        self.kind = kind
+        self.array = (array if array is not None
+                      else zarr.open_array(str(Path(store) / name), mode="r"))
+        self.shape = tuple(self.array.shape)
+        self.dtype = np.dtype(self.array.dtype)
+        self.ndim = len(self.shape)
+        self.chunks = tuple(self.array.chunks)
+
+    def _covered(self, key):
+        ranges = []
+        for k, size, extent in zip(key, self.chunks, self.shape, strict=False):
+            start, stop, _ = k.indices(extent) if isinstance(k, slice) else (k, k + 1, 1)
+            if stop <= start:
+                return []
+            ranges.append(range(start // size, (stop - 1) // size + 1))
+        for size, extent in zip(self.chunks[len(ranges):], self.shape[len(ranges):],
+                                strict=True):
+            if extent == 0:
+                return []
+            ranges.append(range(0, (extent - 1) // size + 1))
+        return [tuple(r[i] for r, i in zip(ranges, index, strict=True))
+                for index in np.ndindex(*[len(r) for r in ranges])]
+
+    def _error(self, coords, problem, detail=None):
+        return chunk_error(self.store, self.name, self.array, coords, problem,
+                           repair_hint(self.store, self.kind), detail)
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        covered = self._covered(key)
+        array_dir = Path(self.store) / self.name
+        for coords in [] if self.allow_missing else covered:
+            if not (array_dir / chunk_key(self.array, coords)).is_file():
+                raise self._error(coords, "missing")
+        try:
+            return self.array[key]
+        except Exception:  # noqa: BLE001 - find the chunk, name it
+            for coords in covered:
+                try:
+                    self.array[chunk_region(self.array, coords)]
+                except Exception as inner:  # noqa: BLE001
+                    raise self._error(coords, "corrupt", _describe_failure(inner)) from inner
+            raise
+
+
+def read_checked(store, name, kind, array=None, chunks=None, allow_missing=False):
+    """A dask array over ``store / name`` read through :class:`CheckedArray`.
+
+    ``allow_missing=True`` reads absent chunks as the fill value (an incomplete store
+    opened for inspection); chunks that fail their checksum still raise.
+    """
+    import dask.array as da
+    from dask.base import tokenize
+
+    checked = CheckedArray(store, name, kind, array, allow_missing)
+    meta_file = Path(store) / name / "zarr.json"
+    token = tokenize(checked.store, checked.name, checked.shape, checked.chunks,
+                     checked.dtype.str, checked.allow_missing, os.stat(meta_file).st_mtime_ns)
+    return da.from_array(
+        checked, chunks=chunks or checked.chunks, name=f"read-{kind}-{token}", asarray=True,
+        fancy=False, lock=False, meta=np.empty((0,) * checked.ndim, dtype=checked.dtype),
+    )
+
+
+# -- verification ------------------------------------------------------------------------
+
+
+def _check_chunks(array_dir, coords_list):
+    """Read each chunk of ``coords_list`` back; ``[(coords, detail)]`` for those that fail.
+
+    Runs on a worker; a missing file is reported by :func:`check_arrays` beforehand.
+    """
+    import zarr
+
+    array = zarr.open_array(str(array_dir), mode="r")
+    bad = []
+    for coords in coords_list:
+        try:
+            array[chunk_region(array, coords)]
+        except Exception as exc:  # noqa: BLE001 - every failure is a corrupt chunk
+            bad.append((tuple(coords), _describe_failure(exc)))
+    return bad
+
+
+def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
+    """Check every chunk of the arrays ``names`` of ``store``: present, and decodable.
+
+    Decoding verifies the ``crc32c`` checksum of arrays that have one; arrays
+    without (stores written before dkrp added them) can only be checked for missing
+    and undecodable chunks.
+
+    Parameters
+    ----------
+    store : path
+        The store directory.
+    names : list of str
+        Arrays inside it, e.g. ``["Z", "done"]``.
+    client : distributed.Client, optional
+        Read the chunks on its workers; default dask's default scheduler.
+    batch_bytes : int
+        About how many stored bytes one read task checks.
+
+    Returns
+    -------
+    dict
+        ``arrays``: for each name ``{"chunks": n, "checksums": bool}``; ``problems``:
+        a list of ``{"array", "chunk", "file", "problem" ("missing"/"corrupt"),
+        "detail"}`` sorted by array and chunk; ``chunks_checked``.
+    """
+    import dask
+    import zarr
+
+    store = Path(store)
+    arrays, problems, tasks = {}, [], []
+    for name in names:
+        array_dir = store / name
+        try:
+            array = zarr.open_array(str(array_dir), mode="r")
+        except Exception as exc:  # noqa: BLE001 - no metadata: nothing to check against
+            raise ValueError(
+                f"Store {store}: the metadata of array {name!r} ({name}/zarr.json) is missing "
+                f"or unreadable ({type(exc).__name__}: {exc}); its chunks cannot be checked. "
+                "Rebuild the store (featurize or ingest with --overwrite)."
+            ) from exc
+        all_chunks = _all_chunks(array)
+        arrays[name] = {"chunks": len(all_chunks), "checksums": has_checksums(array)}
+        missing = set(missing_chunks(array_dir, array))
+        for coords in sorted(missing):
+            problems.append({"array": name, "chunk": coords,
+                             "file": f"{name}/{chunk_key(array, coords)}",
+                             "problem": "missing",
+                             "detail": "the chunk file is missing"})
+        present = [c for c in all_chunks if c not in missing]
+        chunk_bytes = max(1, int(np.prod(array.chunks)) * np.dtype(array.dtype).itemsize)
+        per_task = max(1, batch_bytes // chunk_bytes)
+        for start in range(0, len(present), per_task):
+            tasks.append((name, array, dask.delayed(_check_chunks, pure=True)(
+                str(array_dir), present[start : start + per_task])))
+    if tasks:
+        delayed = [t for _, _, t in tasks]
+        results = (client.gather(client.compute(delayed)) if client is not None
+                   else dask.compute(*delayed))
+        for (name, array, _), bad in zip(tasks, results, strict=True):
+            for coords, detail in bad:
+                problems.append({"array": name, "chunk": tuple(coords),
+                                 "file": f"{name}/{chunk_key(array, coords)}",
+                                 "problem": "corrupt", "detail": detail})
+    problems.sort(key=lambda p: (p["array"], p["chunk"]))
+    return {"arrays": arrays, "problems": problems,
+            "chunks_checked": sum(a["chunks"] for a in arrays.values())}

@@ -1,0 +1,240 @@
+"""Issue 10 case 4: missing and corrupt chunks are errors on read; ``dkrp verify [--repair]``.
+
+Real Zarr stores on disk; the repair runs on a real LocalCluster of worker processes.
+Each test reproduces a damaged store the way a user gets one: a chunk file deleted,
+one byte of a chunk file flipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dkrp import PolynomialRandomProjection, featurize_to_store
+from dkrp.cli import main
+from dkrp.feature_store import open_features, write_features
+from dkrp.io import ingest, open_dataset
+
+FIXTURES = Path(__file__).parent / "fixtures" / "v0_1_0"
+CHUNK = 50  # 230 rows: chunks 0..3 of 50 rows and a short last chunk 4 of 30
+
+
+def store_digest(path) -> dict:
+    """Relative path -> sha256 of every file in a store."""
+    path = Path(path)
+    return {str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(path.rglob("*")) if f.is_file()}
+
+
+def flip_byte(path, offset=100):
+    data = bytearray(Path(path).read_bytes())
+    data[offset] ^= 0xFF
+    Path(path).write_bytes(bytes(data))
+
+
+def _krp():
+    return PolynomialRandomProjection(n_components=30, n_hyperplanes=40, random_state=2)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster) as client:
+        yield cluster, client
+
+
+@pytest.fixture
+def stores(tmp_path):
+    """A dataset store and two feature stores of the same job (local scheduler)."""
+    X = np.random.default_rng(7).standard_normal((230, 6))
+    np.save(tmp_path / "x.npy", X)
+    ingest(tmp_path / "x.npy", tmp_path / "x.zarr", chunk_rows=CHUNK)
+    for name in ("clean.zarr", "f.zarr"):
+        featurize_to_store(tmp_path / "x.zarr", tmp_path / name, _krp(), progress=False)
+    assert store_digest(tmp_path / "clean.zarr") == store_digest(tmp_path / "f.zarr")
+    return tmp_path
+
+
+def _damage(store):
+    """Delete the last (short) chunk of Z and flip a byte of chunk 1."""
+    (store / "Z" / "c" / "4" / "0").unlink()
+    flip_byte(store / "Z" / "c" / "1" / "0")
+
+
+# -- reading a damaged store --------------------------------------------------------------
+
+
+def test_open_features_refuses_a_deleted_chunk_naming_it(stores):
+    # before: opened, and rows 200..229 read as NaN
+    _damage(stores / "f.zarr")
+    with pytest.raises(ValueError, match=r"array 'Z'.*chunk \(4, 0\).*Z/c/4/0.*rows 200\.\.229"
+                                         r".*dkrp verify .*f\.zarr --repair"):
+        open_features(stores / "f.zarr")
+
+
+def test_a_flipped_byte_raises_on_read_naming_the_chunk(stores, cluster):
+    # before: the chunk read back as wrong numbers, silently
+    _, client = cluster
+    flip_byte(stores / "f.zarr" / "Z" / "c" / "1" / "0")
+    Z = open_features(stores / "f.zarr").Z
+    assert np.array_equal(Z[:50].compute(), open_features(stores / "clean.zarr").Z[:50].compute())
+    with pytest.raises(ValueError, match=r"f\.zarr: chunk \(1, 0\) of array 'Z' \(file "
+                                         r"Z/c/1/0, rows 50\.\.99\) is corrupt: it fails its "
+                                         r"crc32c checksum.*dkrp verify .* --repair") as err:
+        Z.compute()
+    assert err.value.chunk == (1, 0) and err.value.problem == "corrupt"
+    # on the cluster too: the error crosses the process boundary with its fields
+    with pytest.raises(ValueError, match=r"chunk \(1, 0\) of array 'Z'") as err:
+        client.compute(Z).result()
+    assert err.value.array == "Z" and err.value.store == str(stores / "f.zarr")
+
+
+def test_new_stores_checksum_every_array(stores):
+    import zarr
+
+    for path in ("x.zarr/X", "f.zarr/Z", "f.zarr/done"):
+        codecs = zarr.open_array(str(stores / path), mode="r").metadata.to_dict()["codecs"]
+        assert codecs[-1] == {"name": "crc32c"}, (path, codecs)
+
+
+def test_rerun_of_featurize_rewrites_a_deleted_chunk(stores):
+    # before: the store said complete and the rerun did nothing
+    (stores / "f.zarr" / "Z" / "c" / "2" / "0").unlink()
+    summary, _, action = featurize_to_store(stores / "x.zarr", stores / "f.zarr", _krp(),
+                                            progress=False)
+    assert action == "resume" and summary["chunks_written"] == 1
+    assert store_digest(stores / "f.zarr") == store_digest(stores / "clean.zarr")
+
+
+# -- dkrp verify ---------------------------------------------------------------------------
+
+
+def test_verify_finds_both_and_repair_is_byte_identical_to_a_clean_run(stores, cluster):
+    from dkrp.feature_store import verify_store
+
+    _, client = cluster
+    store = stores / "f.zarr"
+    _damage(store)
+    flip_byte(store / "done" / "c" / "3", offset=3)  # a damaged done marker, too
+    report = verify_store(store)
+    assert not report["ok"] and report["checksums"] and report["chunks_checked"] == 10
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [
+        ("Z/c/1/0", "corrupt"), ("Z/c/4/0", "missing"), ("done/c/3", "corrupt")]
+    assert report["bad_chunks"] == [1, 3, 4] and "--repair" in report["advice"]
+    assert store_digest(store) != store_digest(stores / "clean.zarr")
+
+    repaired = verify_store(store, repair=True, client=client)
+    assert repaired["ok"] and repaired["repaired"] == [1, 3, 4]
+    assert store_digest(store) == store_digest(stores / "clean.zarr")  # every file
+    assert verify_store(store) == {**verify_store(stores / "clean.zarr"),
+                                   "path": str(store)}
+
+
+def test_dkrp_verify_command_reports_and_repairs(stores, cluster):
+    local, _ = cluster
+    store = stores / "f.zarr"
+    _damage(store)
+    r = CliRunner().invoke(main, ["verify", str(store)])
+    assert r.exit_code == 1, r.output
+    assert "10 chunks in 2 array(s) checked, crc32c checksums" in r.output
+    assert "MISSING Z/c/4/0" in r.output and "CORRUPT Z/c/1/0" in r.output
+    assert f"dkrp verify {store} --repair" in r.output
+    r = CliRunner().invoke(main, ["verify", str(store), "--repair", "--quiet",
+                                  "--scheduler", local.scheduler_address])
+    assert r.exit_code == 0, r.output
+    assert "repaired 2 chunk(s) (1, 4)" in r.output and r.output.rstrip().endswith("OK")
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
+def test_repair_refuses_an_input_that_is_not_the_fingerprinted_one(stores):
+    from dkrp.feature_store import FeatureStoreMismatchError, verify_store
+
+    store = stores / "f.zarr"
+    _damage(store)
+    np.save(stores / "x.npy", np.random.default_rng(8).standard_normal((230, 6)))
+    ingest(stores / "x.npy", stores / "x.zarr", chunk_rows=CHUNK, overwrite=True)
+    before = store_digest(store)
+    with pytest.raises(FeatureStoreMismatchError, match="input"):
+        verify_store(store, repair=True)
+    assert store_digest(store) == before  # nothing touched
+
+
+def test_verify_of_an_incomplete_store_counts_unwritten_chunks_as_pending(tmp_path):
+    from dkrp.feature_store import verify_store
+
+    data = np.random.default_rng(0).standard_normal((300, 12))
+    data[213, 2] = np.nan  # partition 2 fails: the run stops incomplete
+    krp = PolynomialRandomProjection(n_components=20, n_hyperplanes=30,
+                                     random_state=1).fit_n_features(12)
+    with pytest.raises(ValueError, match="global row 213"):
+        write_features(da.from_array(data, chunks=(100, 12)), krp, tmp_path / "f.zarr",
+                       progress=False)
+    report = verify_store(tmp_path / "f.zarr")
+    assert report["ok"] and not report["complete"] and report["pending"] >= 1
+    assert report["problems"] == [] and "featurize command again" in report["advice"]
+
+
+# -- dataset stores -------------------------------------------------------------------------
+
+
+def test_dataset_store_deleted_and_corrupt_chunks(stores):
+    from dkrp.io import verify_dataset
+
+    ds = stores / "x.zarr"
+    flip_byte(ds / "X" / "c" / "2" / "0", offset=20)
+    with pytest.raises(ValueError, match=r"x\.zarr: chunk \(2, 0\) of array 'X' \(file "
+                                         r"X/c/2/0, rows 100\.\.149\) is corrupt.*re-ingest"):
+        open_dataset(ds).X.compute()
+    (ds / "X" / "c" / "3" / "0").unlink()
+    with pytest.raises(ValueError, match=r"chunk \(3, 0\) of array 'X' \(file X/c/3/0, "
+                                         r"rows 150\.\.199\) is missing"):
+        open_dataset(ds)
+    report = verify_dataset(ds)
+    assert not report["ok"] and report["checksums"]
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [
+        ("X/c/2/0", "corrupt"), ("X/c/3/0", "missing")]
+    assert f"dkrp ingest {stores / 'x.npy'} {ds} --overwrite" in report["advice"]
+    r = CliRunner().invoke(main, ["verify", str(ds), "--repair"])
+    assert r.exit_code == 1 and "cannot be repaired from itself" in r.output
+
+
+def test_csr_dataset_store_corrupt_chunk_named(tmp_path, sparse_libsvm):
+    path, X, _ = sparse_libsvm
+    ingest(path, tmp_path / "s.zarr", fmt="libsvm", sparse=True, chunk_rows=50)
+    flip_byte(tmp_path / "s.zarr" / "X" / "data" / "c" / "1" / "0", offset=10)
+    with pytest.raises(ValueError, match=r"chunk \(1, 0\) of array 'X/data' \(file "
+                                         r"X/data/c/1/0\) is corrupt"):
+        open_dataset(tmp_path / "s.zarr").X.compute()
+
+
+# -- stores written before checksums (dkrp 0.1.0) -------------------------------------------
+
+
+def test_verify_of_a_store_without_checksums(tmp_path):
+    from dkrp.feature_store import verify_store
+
+    old = tmp_path / "features.zarr"
+    shutil.copytree(FIXTURES / "features.zarr", old)
+    report = verify_store(old)
+    assert report["ok"] and not report["checksums"] and report["chunks_checked"] == 6
+    r = CliRunner().invoke(main, ["verify", str(old)])
+    assert r.exit_code == 0 and "no checksums (written before dkrp added them)" in r.output
+    dataset = verify_store(FIXTURES / "dataset.zarr")
+    assert dataset["ok"] and not dataset["checksums"] and dataset["format"] == "dataset"
+
+    (old / "Z" / "c" / "1" / "0").unlink()
+    report = verify_store(old)
+    assert not report["ok"] and report["bad_chunks"] == [1]
+    assert [p["file"] for p in report["problems"]] == ["Z/c/1/0"]
+    with pytest.raises(ValueError, match=r"Z/c/1/0"):
+        open_features(old)
