@@ -16,6 +16,7 @@ from .features import (  # noqa: E402
     PolynomialRandomProjection,
     RandomFourierFeatures,
     RandomMaclaurin,
+    SignProductEmbedding,
     SphericalRandomFeatures,
     TensorSketch,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
     "RandomMaclaurin",
+    "SignProductEmbedding",
     "SphericalRandomFeatures",
     "TensorSketch",
     "featurize_to_store",
