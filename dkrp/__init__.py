@@ -8,6 +8,7 @@ and featurizes its partition independently.
 
 __version__ = "0.1.0"
 
+from .asymmetric import AsymmetricSketchClassifier  # noqa: E402
 from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
 from .baselines import KulisGraumanRP, Nystroem, PCAProjector  # noqa: E402
 from .features import (  # noqa: E402
@@ -23,6 +24,7 @@ from .features import (  # noqa: E402
 from .jobs import featurize_to_store  # noqa: E402
 
 __all__ = [
+    "AsymmetricSketchClassifier",
     "BaseProjector",
     "ExplicitPolynomialProjection",
     "IndependentPolynomialProjection",
