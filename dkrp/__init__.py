@@ -8,6 +8,7 @@ and featurizes its partition independently.
 
 __version__ = "0.1.0"
 
+from .asymmetric import AsymmetricSketchClassifier  # noqa: E402
 from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
 from .baselines import KulisGraumanRP, Nystroem, PCAProjector  # noqa: E402
 from .features import (  # noqa: E402
@@ -16,12 +17,14 @@ from .features import (  # noqa: E402
     PolynomialRandomProjection,
     RandomFourierFeatures,
     RandomMaclaurin,
+    SignProductEmbedding,
     SphericalRandomFeatures,
     TensorSketch,
 )
 from .jobs import featurize_to_store  # noqa: E402
 
 __all__ = [
+    "AsymmetricSketchClassifier",
     "BaseProjector",
     "ExplicitPolynomialProjection",
     "IndependentPolynomialProjection",
@@ -31,6 +34,7 @@ __all__ = [
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
     "RandomMaclaurin",
+    "SignProductEmbedding",
     "SphericalRandomFeatures",
     "TensorSketch",
     "featurize_to_store",

@@ -83,6 +83,12 @@ METHODS = {
         "Spherical Random Features, polynomial kernel on the unit sphere (Pennington 2015)",
         ("degree", "scale", "n_components", "n_terms", "feature_map", "random_state"),
     ),
+    "spe": MethodInfo(
+        "dkrp.features.sign_product:SignProductEmbedding",
+        "Sign Product Embedding: quadratic ROP sketches B(x) and 1-bit sign(B(x)) "
+        "(Delogne & Jacques)",
+        ("n_components", "random_state"),
+    ),
     "pca": MethodInfo(
         "dkrp.baselines.pca:PCAProjector",
         "PCA (covariance eigendecomposition) for the PCA-then-kernel-SVM comparison",

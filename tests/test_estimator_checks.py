@@ -37,6 +37,7 @@ CHECK_PARAMS = {
                             n_terms=3, random_state=0)],
     "PCAProjector": [dict(n_components=2, random_state=0)],
     "SphericalRandomFeatures": [dict(n_components=20, random_state=0)],
+    "SignProductEmbedding": [dict(n_components=12, random_state=0)],
 }
 
 

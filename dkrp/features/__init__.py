@@ -4,6 +4,7 @@ from .fourier import RandomFourierFeatures
 from .independent import IndependentPolynomialProjection
 from .maclaurin import RandomMaclaurin
 from .polynomial import ExplicitPolynomialProjection, PolynomialRandomProjection
+from .sign_product import SignProductEmbedding
 from .spherical import SphericalRandomFeatures
 from .tensorsketch import TensorSketch
 
@@ -13,6 +14,7 @@ __all__ = [
     "PolynomialRandomProjection",
     "RandomFourierFeatures",
     "RandomMaclaurin",
+    "SignProductEmbedding",
     "SphericalRandomFeatures",
     "TensorSketch",
 ]
