@@ -455,3 +455,62 @@ def test_path_is_only_json_and_npz(saved):
     _, path = saved
     for p in Path(path).iterdir():
         assert p.suffix in (".json", ".npz")
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+def test_cli_train_predict_end_to_end(digits, client, tmp_path):
+    import pandas as pd
+    import zarr
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+    from dkrp.io import ingest
+
+    Xtr, ytr, Xte, yte = digits
+    for name, X, y in (("train", Xtr, ytr), ("test", Xte, yte)):
+        frame = pd.DataFrame(X, columns=[f"p{i}" for i in range(64)]).assign(label=y)
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        ingest(tmp_path / f"{name}.csv", tmp_path / f"{name}.zarr", label_column="label",
+               chunk_rows=300)
+    address = client.scheduler.address
+    run = CliRunner().invoke
+    model_dir = tmp_path / "model"
+    r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(model_dir),
+                   "--n-components", "100", "--voters", "3", "--seed", "4", "--C", "2",
+                   "--scheduler", address, "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "trained 3 voter(s) on 1200 rows" in r.output
+    assert r.output.count("LinearSVC(dual=True)") == 3
+    model = dkrp.load(model_dir)
+    assert model.C == 2.0 and model.n_voters == 3 and model.random_state == 4
+    r = run(main, ["predict", str(model_dir), str(tmp_path / "test.zarr"), "--out",
+                   str(tmp_path / "pred.zarr"), "--scheduler", address])
+    assert r.exit_code == 0, r.output
+    expected = model.predict(Xte)
+    acc = float((expected == yte).mean())
+    assert f"accuracy {acc:.4f}" in r.output and "macro-F1" in r.output
+    assert "ensemble accuracy" in r.output and r.output.count("LinearSVC") == 3
+    stored = zarr.open_group(str(tmp_path / "pred.zarr"), mode="r")
+    assert np.array_equal(stored["y_pred"][:], expected)
+    # --voters 1 is a single random-feature SVM; partition strategy; bad input
+    r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(tmp_path / "one"),
+                   "--voters", "1", "--n-components", "50", "--strategy", "partition",
+                   "--scheduler", address, "-q"])
+    assert r.exit_code == 0, r.output
+    assert len(dkrp.load(tmp_path / "one").estimators_) == 1
+    r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(model_dir),
+                   "--scheduler", address, "-q"])
+    assert r.exit_code != 0 and "already holds a saved model; pass --overwrite" in r.output
+    r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(tmp_path / "x"),
+                   "--voters", "0"])
+    assert r.exit_code != 0 and "--voters" in r.output
+    np.save(tmp_path / "narrow.npy", Xte[:, :63])
+    ingest(tmp_path / "narrow.npy", tmp_path / "narrow.zarr")
+    r = run(main, ["predict", str(model_dir), str(tmp_path / "narrow.zarr"),
+                   "--scheduler", address])
+    assert r.exit_code != 0
+    assert "X has 63 features, but RandomFeatureVotingClassifier is expecting 64" in r.output
+    assert "Traceback" not in r.output
