@@ -401,7 +401,7 @@ def test_bad_dask_input_names_partition_and_row(digits, client):
                                                       r"global row 713"):
             model.fit(Xd, yd, client=client)
     # a partition holding one class
-    ysorted = np.sort(ytr)
+    ysorted = np.where(np.arange(len(ytr)) < 300, 0, ytr)  # block 0: all zeros
     model = RandomFeatureVotingClassifier(n_voters=4, n_components=20, strategy="partition",
                                           random_state=0)
     with pytest.raises(ValueError, match=r"one class only \(np.int64\(0\)\) in partition 0 "
@@ -514,3 +514,32 @@ def test_cli_train_predict_end_to_end(digits, client, tmp_path):
     assert r.exit_code != 0
     assert "X has 63 features, but RandomFeatureVotingClassifier is expecting 64" in r.output
     assert "Traceback" not in r.output
+
+
+@pytest.mark.cluster
+def test_train_ensemble_pipeline(digits, client, tmp_path):
+    import importlib.util
+
+    from dkrp.io import ingest
+
+    Xtr, ytr, Xte, yte = digits
+    for name, X, y in (("train", Xtr, ytr), ("test", Xte, yte)):
+        np.save(tmp_path / f"{name}.npy", np.column_stack([X, y]))
+    import pandas as pd
+
+    for name in ("train", "test"):
+        data = np.load(tmp_path / f"{name}.npy")
+        pd.DataFrame(data, columns=[f"p{i}" for i in range(64)] + ["label"]).astype(
+            {"label": int}).to_parquet(tmp_path / f"{name}.parquet")
+        ingest(tmp_path / f"{name}.parquet", tmp_path / f"{name}.zarr", label_column="label")
+    path = Path(__file__).resolve().parents[1] / "pipelines" / "train_ensemble.py"
+    spec = importlib.util.spec_from_file_location("train_ensemble", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = module.main([str(tmp_path / "train.zarr"), "--test", str(tmp_path / "test.zarr"),
+                          "--out", str(tmp_path / "model"), "--voters", "3",
+                          "--n-components", "100", "--seed", "1", "--quiet",
+                          "--scheduler", client.scheduler.address])
+    model = dkrp.load(tmp_path / "model")
+    assert report["accuracy"] == pytest.approx(model.score(Xte, yte))
+    assert report["voters"] == 3 and report["n_train"] == 1200
