@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from .asymmetric import AsymmetricSketchClassifier  # noqa: E402
 from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
 from .baselines import KulisGraumanRP, Nystroem, PCAProjector  # noqa: E402
+from .ensemble import RandomFeatureVotingClassifier  # noqa: E402
 from .features import (  # noqa: E402
     ExplicitPolynomialProjection,
     IndependentPolynomialProjection,
@@ -32,6 +33,7 @@ __all__ = [
     "Nystroem",
     "PCAProjector",
     "PolynomialRandomProjection",
+    "RandomFeatureVotingClassifier",
     "RandomFourierFeatures",
     "RandomMaclaurin",
     "SignProductEmbedding",

@@ -40,12 +40,19 @@ __all__ = [
     "from_spec",
     "save",
     "load",
+    "register_format",
 ]
 
 SPEC_FORMAT = "dkrp.projector"
 SPEC_FORMAT_VERSION = 1
 
 _REGISTRY: dict[str, type] = {}
+#: Saved formats other than a projector, read by :func:`load`: format -> (loader, manifest
+#: file name). Modules register themselves when imported; ``_FORMAT_MODULES`` names the
+#: module to import for a format not registered yet (imported lazily, so this module
+#: never imports them at module level).
+_FORMATS: dict[str, tuple] = {}
+_FORMAT_MODULES = {"dkrp.ensemble": "dkrp.ensemble"}
 
 
 def register(cls) -> type:
@@ -255,15 +262,63 @@ def save(est, path) -> Path:
     return path
 
 
+def register_format(name, loader, manifest):
+    """Let :func:`load` read a saved directory whose ``manifest`` JSON says ``format=name``.
+
+    ``loader(manifest_dict, directory)`` returns the loaded object.
+    """
+    _FORMATS[name] = (loader, manifest)
+
+
+def _format_loader(name):
+    if name not in _FORMATS and name in _FORMAT_MODULES:
+        import importlib
+
+        importlib.import_module(_FORMAT_MODULES[name])
+    return _FORMATS.get(name, (None, None))[0]
+
+
+def _load_directory(path: Path):
+    for name in _FORMAT_MODULES:
+        _format_loader(name)
+    manifests = sorted({m for _, m in _FORMATS.values()})
+    found = [path / m for m in manifests if (path / m).is_file()]
+    if not found:
+        raise FileNotFoundError(
+            f"{path} is a directory but holds no saved dkrp model (expected "
+            f"{' or '.join(manifests)})."
+        )
+    try:
+        manifest = json.loads(found[0].read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{found[0]} is not valid JSON: {exc}") from exc
+    loader = _format_loader(manifest.get("format")) if isinstance(manifest, dict) else None
+    if loader is None:
+        raise SpecError(f"{found[0]} does not describe a saved dkrp model (format "
+                        f"{manifest.get('format') if isinstance(manifest, dict) else None!r}).")
+    return loader(manifest, path)
+
+
 def load(path):
-    """Load a projector saved with :meth:`BaseProjector.save` (JSON + optional ``.npz``)."""
+    """Load a saved dkrp object: a projector (JSON + optional ``.npz``, from
+    :meth:`BaseProjector.save`) or a model directory (e.g. a
+    :class:`~dkrp.ensemble.RandomFeatureVotingClassifier` saved with ``save``).
+
+    Nothing is unpickled: JSON and ``np.load(..., allow_pickle=False)`` only.
+    """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"No projector spec at {path}.")
+        raise FileNotFoundError(f"No saved dkrp object at {path}.")
+    if path.is_dir():
+        return _load_directory(path)
     try:
         spec = json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpecError(f"{path} is not a JSON projector spec: {exc}") from exc
+    if isinstance(spec, dict) and spec.get("format") != SPEC_FORMAT:
+        loader = _format_loader(spec.get("format"))
+        if loader is not None:
+            return loader(spec, path.parent)
     arrays_file = spec.pop("arrays_file", None) if isinstance(spec, dict) else None
     if arrays_file is not None:
         npz_path = path.parent / arrays_file

@@ -34,6 +34,7 @@ __all__ = [
     "load_fashion_mnist",
     "load_mnist",
     "load_w8a",
+    "max_pool",
 ]
 
 logger = logging.getLogger(__name__)
@@ -305,3 +306,31 @@ def load_digits_scaled():
 
     bunch = load_digits()
     return np.asarray(bunch.data, dtype=np.float64) / 16.0, np.asarray(bunch.target, np.int64)
+
+
+def max_pool(X, size: int = 2, side: int | None = None):
+    """``size`` x ``size`` max-pooling of square images stored as rows (as in Rost & Zast 2023).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, side * side)
+    size : int, default=2
+    side : int, optional
+        Image side; default ``sqrt(n_features)``. Must be a multiple of ``size``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, (side // size) ** 2)
+
+    Examples
+    --------
+    >>> max_pool(np.arange(16.0).reshape(1, 16)).tolist()
+    [[5.0, 7.0, 13.0, 15.0]]
+    """
+    X = np.asarray(X)
+    side = int(round(np.sqrt(X.shape[1]))) if side is None else int(side)
+    if side * side != X.shape[1] or side % size:
+        raise ValueError(f"max_pool needs square images with a side divisible by {size}; "
+                         f"got {X.shape[1]} features.")
+    k = side // size
+    return X.reshape(-1, k, size, k, size).max(axis=(2, 4)).reshape(-1, k * k)
