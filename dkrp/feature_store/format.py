@@ -50,6 +50,7 @@ import numpy as np
 from .._blockwise import spec_json
 from .._chunks import read_checked, with_checksum
 from .._spec import from_spec
+from .._store import check_store, read_attrs
 from ..errors import FeatureStoreError
 
 __all__ = [
@@ -239,14 +240,7 @@ def _expected_attrs(projector, X, dtype, chunk_rows, fingerprint) -> dict:
 
 
 def _read_attrs(path: Path) -> dict | None:
-    import zarr
-
-    if not (path / "zarr.json").is_file():
-        return None
-    try:
-        return dict(zarr.open_group(str(path), mode="r").attrs)
-    except Exception:  # noqa: BLE001 - an unreadable store is "not a feature store"
-        return None
+    return read_attrs(path)
 
 
 def _mismatches(old: dict, new: dict) -> list[str]:
@@ -386,23 +380,16 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     import zarr
 
     path = Path(path).expanduser().absolute()
-    if not path.exists():
-        raise FileNotFoundError(f"No feature store at {path}: the path does not exist.")
-    attrs = _read_attrs(path)
-    if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
-        raise FeatureStoreError(
-            f"{path} is not a dkrp feature store (attribute dkrp_format is "
-            f"{None if attrs is None else attrs.get('dkrp_format')!r}, expected "
-            f"{FEATURES_FORMAT!r})."
-        )
-    if attrs.get("complete") is not True and not allow_incomplete:
+
+    def incomplete(attrs):
         n_chunks = int(attrs.get("n_chunks", 0))
         missing = n_chunks - int(_done_chunks(path, n_chunks).sum())
-        raise FeatureStoreError(
-            f"Feature store {path} is incomplete: its run did not finish ({missing} of "
-            f"{n_chunks} chunks missing). Run the same featurize command again to write the "
-            "missing chunks, or pass allow_incomplete=True to inspect it."
-        )
+        return (f"its run did not finish ({missing} of {n_chunks} chunks missing). Run the "
+                "same featurize command again to write the missing chunks, or pass "
+                "allow_incomplete=True to inspect it.")
+
+    attrs = check_store(path, FEATURES_FORMAT, allow_incomplete=allow_incomplete,
+                        error=FeatureStoreError, incomplete_hint=incomplete)
     array = zarr.open_array(str(path / "Z"), mode="r")
     if attrs.get("complete") is True and not allow_incomplete:
         _check_complete_chunks(path, array)

@@ -68,6 +68,7 @@ from dask.base import tokenize
 from .._chunks import CheckedArray, check_arrays, chunk_where, missing_chunks, read_checked
 from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
+from .._store import check_store
 from ..errors import ChunkError
 from ._common import _check_finite_block
 
@@ -115,6 +116,33 @@ class Dataset:
     def is_sparse(self) -> bool:
         """Whether ``X`` is stored (and served) as CSR blocks."""
         return self.attrs.get("storage") == "csr"
+
+    def describe(self) -> dict:
+        """The summary that ``dkrp info`` prints for this store.
+
+        Returns
+        -------
+        dict
+            ``format`` (``"dataset"``), ``path``, ``shape``, ``dtype``, ``storage``,
+            ``chunk_rows``, ``complete``, ``has_labels``, ``label_dtype``, ``source``,
+            ``source_format``, ``source_sha256`` and ``ingest`` (the parameters as asked).
+        """
+        a = self.attrs
+        return {
+            "format": DATASET_FORMAT,
+            "path": str(self.path),
+            "shape": (a.get("n_samples"), a.get("n_features")),
+            "dtype": a.get("dtype"),
+            "storage": a.get("storage"),
+            "chunk_rows": a.get("chunk_rows"),
+            "complete": a.get("complete") is True,
+            "has_labels": a.get("has_labels"),
+            "label_dtype": a.get("label_dtype"),
+            "source": a.get("source"),
+            "source_format": a.get("source_format"),
+            "source_sha256": a.get("source_sha256"),
+            "ingest": a.get("ingest"),
+        }
 
 
 def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
@@ -357,31 +385,15 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
     True
     """
     path = Path(path).expanduser().absolute()
-    if not path.exists():
-        raise FileNotFoundError(
-            f"No dataset store at {path}: the path does not exist. Create one with "
-            f"dkrp.io.ingest(source, {str(path)!r})."
-        )
-    if not (path / "zarr.json").is_file():
-        raise ValueError(f"{path} is not a dkrp dataset store: it has no zarr.json")
-    try:
-        group = zarr.open_group(str(path), mode="r")
-        attrs = dict(group.attrs)
-    except Exception as exc:
-        raise ValueError(
-            f"{path} is not a dkrp dataset store: it is not a readable Zarr v3 group ({exc!r})"
-        ) from exc
-    if attrs.get("dkrp_format") != DATASET_FORMAT:
-        raise ValueError(
-            f"{path} is not a dkrp dataset store: attribute dkrp_format is "
-            f"{attrs.get('dkrp_format')!r}, expected {DATASET_FORMAT!r}"
-        )
-    if attrs.get("complete") is not True and not allow_incomplete:
-        raise ValueError(
-            f"Dataset store {path} is incomplete: its ingest did not finish (attribute "
-            "'complete' is not true). Ingest cannot resume; re-run it with overwrite=True "
-            "(--overwrite) to rebuild the store, or pass allow_incomplete=True to open it anyway."
-        )
+    attrs = check_store(
+        path, DATASET_FORMAT, allow_incomplete=allow_incomplete,
+        missing_hint=f" Create one with dkrp.io.ingest(source, {str(path)!r}).",
+        incomplete_hint=(
+            "its ingest did not finish (attribute 'complete' is not true). Ingest cannot "
+            "resume; re-run it with overwrite=True (--overwrite) to rebuild the store, or "
+            "pass allow_incomplete=True to open it anyway."),
+    )
+    group = zarr.open_group(str(path), mode="r")
     required = ("n_samples", "n_features", "storage", "chunk_rows", "has_labels")
     missing = [k for k in required if k not in attrs]
     if missing:

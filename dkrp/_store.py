@@ -1,0 +1,85 @@
+"""What every dkrp store shares: the protocol of dataset and feature stores.
+
+A dkrp store is a Zarr v3 group whose attributes say what it is:
+
+* ``dkrp_format`` — ``"dataset"`` (written by :func:`dkrp.io.ingest`) or ``"features"``
+  (written by :func:`dkrp.feature_store.write_features`);
+* ``format_version`` — the layout version (readers accept every version up to
+  theirs; stores without the attribute are version 1);
+* ``complete`` — false until the last chunk and attribute are written, then true
+  (the completion marker, written last);
+* a manifest of what wrote it (dkrp, numpy, zarr, dask versions) and its provenance.
+
+This module owns those attribute names and the checks every opener makes before
+reading a byte of data (:func:`check_store`); :mod:`dkrp.stores` opens and
+describes either kind. Chunk-level checks (present, checksum) live in
+:mod:`dkrp._chunks`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["FORMATS", "read_attrs", "check_store"]
+
+#: ``dkrp_format`` -> (what it is called in messages, newest version this dkrp reads)
+FORMATS = {"dataset": ("dataset store", 1), "features": ("feature store", 1)}
+
+
+def read_attrs(path) -> dict | None:
+    """The group attributes of the Zarr store at ``path``, or None when it is not one."""
+    import zarr
+
+    path = Path(path)
+    if not (path / "zarr.json").is_file():
+        return None
+    try:
+        return dict(zarr.open_group(str(path), mode="r").attrs)
+    except Exception:  # noqa: BLE001 - an unreadable group is "not a store" to every caller
+        return None
+
+
+def check_store(path, fmt: str, *, allow_incomplete=False, error=ValueError,
+                missing_hint="", incomplete_hint="") -> dict:
+    """Check that ``path`` is a complete dkrp store of kind ``fmt``; return its attributes.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        Absolute store path.
+    fmt : {"dataset", "features"}
+    allow_incomplete : bool, default=False
+        Accept a store whose ``complete`` marker is not true.
+    error : type
+        The exception class to raise for a store that is not one or is incomplete.
+    missing_hint : str
+        What to do, appended to the message for a missing store.
+    incomplete_hint : str or callable
+        What to do, appended to the message for an incomplete store (a callable gets
+        the attributes, e.g. to count the chunks still missing).
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    error
+        Not a Zarr group, another kind of store, a newer layout, or incomplete.
+    """
+    name, newest = FORMATS[fmt]
+    if not path.exists():
+        raise FileNotFoundError(f"No {name} at {path}: the path does not exist.{missing_hint}")
+    attrs = read_attrs(path)
+    if attrs is None:
+        raise error(f"{path} is not a dkrp {name}: it is not a readable Zarr v3 group "
+                    "(no zarr.json, or an unreadable one).")
+    if attrs.get("dkrp_format") != fmt:
+        raise error(f"{path} is not a dkrp {name}: attribute dkrp_format is "
+                    f"{attrs.get('dkrp_format')!r}, expected {fmt!r}.")
+    version = attrs.get("format_version", 1)
+    if not isinstance(version, int) or version > newest:
+        raise error(f"{path} is a {name} of format_version {version!r}, newer than this dkrp "
+                    f"reads ({newest}): upgrade dkrp to open it.")
+    if attrs.get("complete") is not True and not allow_incomplete:
+        hint = incomplete_hint(attrs) if callable(incomplete_hint) else incomplete_hint
+        raise error(f"{name.capitalize()} {path} is incomplete: {hint}")
+    return attrs
