@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from dkrp.cli import _error_message
+from dkrp.cli._group import _error_message
 
 
 def _dkrp(*args, cwd):

@@ -287,7 +287,7 @@ def _copy(path, dest):
 
 
 def _rewrite_sha(path):
-    from dkrp.ensemble import _file_sha256
+    from dkrp.ensemble.persistence import _file_sha256
 
     manifest = json.loads((path / "dkrp.json").read_text())
     manifest["arrays_sha256"] = _file_sha256(path / "voters.npz")

@@ -1,0 +1,197 @@
+"""The ``dkrp`` click group and what every command shares.
+
+Owns the ``main`` group (logging levels, ``--version``), the translation of every
+error that reaches the command line into one or two lines (library wording
+turned into flag wording; ``-v`` adds the traceback), the cluster options
+(``--scheduler``, ``--scheduler-file``, ``--n-workers``, ``--memory-limit``) and the
+client they open, and the parsing of number-or-word options (``--gamma scale``).
+The commands live in the sibling modules and register themselves on ``main``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import sys
+
+import click
+
+
+def _user_errors():
+    from ..errors import SpecError
+    from ..feature_store import FeatureStoreError
+
+    return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
+            ImportError, NotADirectoryError, PermissionError, MemoryError)
+
+
+#: Library wording -> command-line wording, applied to every error the CLI prints.
+_CLI_WORDING = [
+    (re.compile(r"pass overwrite=True \(--overwrite[^)]*\)"), "pass --overwrite"),
+    (re.compile(r"pass overwrite=True / --overwrite"), "pass --overwrite"),
+    (re.compile(r"overwrite=True \(--overwrite\)"), "--overwrite"),
+    (re.compile(r"\(or pass retries=N, --retries N,"), "(or pass --retries N"),
+    (re.compile(r"drop_columns=\[?'([^']*)'\]?"), r"--drop-column \1"),
+    (re.compile(r"drop_columns="), "--drop-column"),
+    (re.compile(r"label_column="), "--label-column "),
+    (re.compile(r"\bn_features=(\d+)"), r"--n-features \1"),
+    (re.compile(r", or pass allow_incomplete=True to (inspect|open) it( anyway)?"),
+     " (dkrp info shows how far it got)"),
+]
+
+
+def _cli_wording(message: str) -> str:
+    """Say ``--drop-column`` where the library says ``drop_columns=``, and so on."""
+    for pattern, replacement in _CLI_WORDING:
+        message = pattern.sub(replacement, message)
+    return message
+
+
+def _error_message(exc: BaseException) -> str:
+    """One or two lines: what failed, where, and what to do."""
+    if isinstance(exc, _user_errors()):
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, (FileNotFoundError, PermissionError)) and exc.filename:
+            text = f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
+                ("No ", "Input")) else text
+        return _cli_wording(text)
+    if isinstance(exc, EOFError):
+        return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
+                "file against its checksum; rerun with -v for where it happened.")
+    return (f"{type(exc).__name__}: {exc}. This is unexpected: rerun with -v for the "
+            "traceback and report it.")
+
+
+class _Group(click.Group):
+    """Every error reaching the command line becomes one or two lines; -v adds the traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
+            raise
+        except click.ClickException as exc:
+            if ctx.params.get("verbose") and exc.__cause__ is not None:
+                _print_traceback(exc.__cause__)
+            raise
+        except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+            if ctx.params.get("verbose"):
+                _print_traceback(exc)
+            raise click.ClickException(_error_message(exc)) from exc
+
+
+def _print_traceback(exc):
+    import traceback
+
+    traceback.print_exception(exc, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _as_click_errors():
+    try:
+        yield
+    except click.ClickException:
+        raise
+    except _user_errors() as exc:
+        raise click.ClickException(_cli_wording(str(exc))) from exc
+
+
+def _cluster_options(func):
+    options = [
+        click.option("--scheduler", metavar="ADDRESS",
+                     help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 "
+                          "(TLS settings come from dask.config)."),
+        click.option("--scheduler-file", type=click.Path(dir_okay=False),
+                     help="Scheduler file written by `dask scheduler --scheduler-file`."),
+        click.option("--n-workers", type=click.IntRange(min=1),
+                     help="Worker processes of the embedded cluster (default: one per CPU)."),
+        click.option("--memory-limit",
+                     help="Memory limit per embedded worker, e.g. 4GiB (default: auto)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@contextlib.contextmanager
+def _client(scheduler, scheduler_file, n_workers, memory_limit):
+    import dask
+
+    from ..parallel import connect
+
+    if scheduler is None and scheduler_file is None:
+        scheduler = dask.config.get("scheduler-address", None)
+    if (scheduler or scheduler_file) and (n_workers or memory_limit):
+        raise click.UsageError(
+            "--n-workers/--memory-limit size the embedded cluster; drop them when using "
+            "--scheduler or --scheduler-file."
+        )
+    try:
+        with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
+                     memory_limit=memory_limit) as client:
+            try:
+                yield client
+            except KeyboardInterrupt:
+                _quiet_cluster(client, embedded=not (scheduler or scheduler_file))
+                raise
+    except OSError as exc:
+        if scheduler or scheduler_file:
+            raise click.ClickException(
+                f"Could not reach the Dask scheduler {scheduler or scheduler_file}: {exc}. "
+                "Check the address and that the scheduler is running."
+            ) from exc
+        raise
+
+
+def _quiet_cluster(client, embedded):
+    """After Ctrl-C: no log lines from this process or (embedded) workers as they close."""
+    from .._worker_signals import quiet_distributed_logs
+
+    quiet_distributed_logs()
+    if embedded:  # a shared cluster's logs are its owner's
+        with contextlib.suppress(Exception):
+            client.run(quiet_distributed_logs)
+
+
+@click.group(name="dkrp", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
+             short_help="Distributed kernelized random projections on Dask (dkrp).")
+@click.version_option(package_name="dkrp", message="dkrp %(version)s")
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+def main(verbose):
+    """Distributed kernelized random projections and random features on Dask.
+
+    Convert data to a Zarr dataset store (ingest), featurize it into a resumable
+    Zarr feature store on a Dask cluster (featurize), and inspect stores (info).
+    Without --scheduler, featurize and demo start an embedded local cluster of
+    worker processes bound to 127.0.0.1. Run `dkrp COMMAND --help` for details.
+
+    \b
+    Examples:
+      dkrp ingest covtype.csv covtype.zarr --label-column Cover_Type --drop-column Id
+      dkrp featurize covtype.zarr covtype-krp.zarr --n-components 2000 --seed 0
+      dkrp info covtype-krp.zarr
+      dkrp verify covtype-krp.zarr --repair
+      dkrp methods
+      dkrp demo --dataset digits
+    """
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # distributed installs its own INFO handler when imported; keep the terminal to our
+    # summary lines unless asked (it is imported here so its setup does not run later)
+    import distributed  # noqa: F401
+
+    for name in ("distributed", "dkrp"):
+        logging.getLogger(name).setLevel(level)
+
+
+def _parse_float_or(name, value, word):
+    if value is None or value == word:
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"must be a number or {word!r}, got {value!r}", param_hint=name
+        ) from None
+

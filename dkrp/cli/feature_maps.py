@@ -1,0 +1,243 @@
+"""The feature-map commands: ``dkrp featurize`` (a dataset into a resumable feature
+store on a Dask cluster, with Ctrl-C and resume reporting) and ``dkrp methods`` (the
+``--method`` feature maps and the featurize flags each takes)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+
+import click
+
+from ..methods import method_names
+from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
+
+
+@main.command(short_help="Featurize a dataset into a resumable Zarr feature store.")
+@click.argument("input_path", metavar="IN", type=click.Path())
+@click.argument("output", metavar="OUT.zarr", type=click.Path(file_okay=False))
+@click.option("--method", type=click.Choice(method_names()), default="krp", show_default=True,
+              help="Feature map.")
+@click.option("--degree", type=click.IntRange(min=1), help="Polynomial kernel degree g.")
+@click.option("--n-components", type=click.IntRange(min=1),
+              help="Output dimension k (for nystroem also the number of landmarks).")
+@click.option("--n-hyperplanes", type=click.IntRange(min=1),
+              help="Pool size p: hyperplanes for krp, landmarks for kg-rp.")
+@click.option("--n-terms", type=click.IntRange(min=1),
+              help="Product terms t per component (krp, prp), landmarks per direction (kg-rp).")
+@click.option("--distribution", type=click.Choice(["gaussian", "achlioptas"]),
+              help="Distribution of the hyperplane entries (krp, explicit, prp).")
+@click.option("--density", help="Achlioptas density 1/s (a number or 'auto').")
+@click.option("--pool", type=click.Choice(["iid", "orthogonal", "tight_frame", "structured"]),
+              help="How the hyperplane pool is built (krp; rff takes iid, orthogonal, "
+                   "structured): iid rows as in the paper (default), orthogonal blocks, a "
+                   "tight frame, or structured Hadamard blocks (fast Walsh-Hadamard transform).")
+@click.option("--index-design", type=click.Choice(["random", "balanced"]),
+              help="How krp components pick pool rows: random subsets (default) or balanced "
+                   "(every pool row used equally often).")
+@click.option("--kernel",
+              help="Kernel for methods that take one: homogeneous_polynomial, polynomial, "
+                   "gaussian or laplacian (see `dkrp methods`).")
+@click.option("--gamma", help="Kernel width (a number or 'scale').")
+@click.option("--scale", type=float,
+              help="srf: the polynomial kernel's a >= 2, (1 - ||x - y||^2 / a^2)^degree.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Random seed; the same seed gives the same features on any cluster.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]),
+              help="Output dtype (default: float32 for float32 input, else float64).")
+@_cluster_options
+@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Run a partition's task up to N more times when it raises (e.g. a "
+                   "transient I/O error). Workers that die are handled by Dask itself "
+                   "(distributed.scheduler.allowed-failures).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace a feature store made by another spec or input (default: refuse). "
+                   "Only a dkrp feature store is ever replaced, never IN, a dataset store or "
+                   "other files; the new store is built beside it and swapped in once complete.")
+@click.option("--chunk-rows", type=click.IntRange(min=1),
+              help="Rows per output chunk (one task each) of a new store. Default: the "
+                   "input's chunks if their output is at most 64 MiB, else whole 2048-row "
+                   "blocks up to 64 MiB, smaller if a task would not fit a worker's memory.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the output's shape, bytes, chunks and memory per task, then exit "
+                   "(nothing fitted, started or written).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
+def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
+              distribution, density, pool, index_design, kernel, gamma, scale, seed, dtype,
+              scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite, chunk_rows,
+              dry_run, quiet):
+    """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
+
+    Only the method's seed and parameters (a JSON spec of a few KB) go to the
+    workers; each regenerates the hyperplanes, checks their checksum and writes its
+    own chunks. The same seed gives the same features on any cluster. Re-running
+    the same command after a crash writes only the missing chunks; on a finished
+    store it is a no-op; a store made by another spec or input is refused unless
+    --overwrite. Data-dependent methods (nystroem, kg-rp, pca) first make exactly
+    one pass over IN to fit. `dkrp methods` lists the methods and their options.
+
+    \b
+    Examples:
+      dkrp featurize covtype.zarr krp.zarr --degree 2 --n-components 2000 --seed 0
+      dkrp featurize mnist.zarr sorf.zarr --pool structured --n-hyperplanes 1024 --n-terms 30
+      dkrp featurize x.npy rff.zarr --method rff --gamma scale --dtype float32
+      dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
+      dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
+    """
+    from ..methods import fit_pass_message
+
+    density = _parse_float_or("--density", density, "auto")
+    gamma = _parse_float_or("--gamma", gamma, "scale")
+
+    def on_fit(projector, seconds):
+        if quiet:
+            return
+        if seconds is None:
+            click.echo(f"fit: {fit_pass_message(method, projector)}...", err=True)
+        else:
+            click.echo(f"fit: done in {seconds:.1f} s", err=True)
+
+    planned = {}
+    try:
+        options = dict(degree=degree, n_components=n_components,
+                       n_hyperplanes=n_hyperplanes, n_terms=n_terms, distribution=distribution,
+                       density=density, pool=pool, index_design=index_design, kernel=kernel,
+                       gamma=gamma, scale=scale, random_state=seed)
+        summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
+                                 scheduler_file, n_workers, memory_limit, retries, overwrite,
+                                 quiet, on_fit, planned, chunk_rows, dry_run)
+    except KeyboardInterrupt:
+        _interrupted(planned)
+    if dry_run:
+        from ..jobs import format_bytes
+
+        (n, k), total = summary["shape"], summary["bytes"]
+        click.echo(f"dry run: {summary['path']} would hold {n} x {k} {summary['dtype']} "
+                   f"features = {format_bytes(total) if total is not None else '?'} in "
+                   f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
+                   f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
+        return
+    rows, seconds = summary["rows"], summary["seconds"]
+    click.echo(
+        f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
+        f"{seconds:.1f} s ({summary['rows_per_second']:,.0f} rows/s; "
+        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
+        f"{summary['path']}"
+    )
+
+
+def _interrupted(planned):
+    """Ctrl-C: one line saying how far the run got and how to resume; exit status 130."""
+    # the cluster is closed by now; whatever distributed says while it goes is noise here
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    plan = planned.get("plan")
+    if plan is None:
+        click.echo("Interrupted before any chunk was written.", err=True)
+        sys.exit(130)
+    from ..feature_store.format import _done_chunks
+
+    build, n_chunks = plan["build_path"], plan["attrs"]["n_chunks"]
+    try:
+        done = int(_done_chunks(build, n_chunks).sum()) if build.exists() else 0
+    except Exception:  # noqa: BLE001 - the count is a courtesy; the hint matters
+        done = "?"
+    where = (f"{build} (the replacement of {plan['path']}, which is unchanged)"
+             if plan.get("replace") else str(build))
+    click.echo(f"Interrupted: {done} of {n_chunks} chunks done in {where}. Run the same "
+               "command again to resume.", err=True)
+    sys.exit(130)
+
+
+def _featurize_job(input_path, output, method, options, dtype, scheduler, scheduler_file,
+                   n_workers, memory_limit, retries, overwrite, quiet, on_fit, planned,
+                   chunk_rows, dry_run):
+    from ..jobs import featurize_to_store
+    from ..methods import make_projector
+
+    with _as_click_errors(), contextlib.ExitStack() as stack:
+        projector = make_projector(method, **options)
+        # the cluster starts only when there is work for it: a mismatched store is
+        # refused, and a finished one confirmed, without one
+        summary, _, _ = featurize_to_store(
+            input_path, output, projector,
+            client=lambda: stack.enter_context(
+                _client(scheduler, scheduler_file, n_workers, memory_limit)),
+            overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
+            on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
+            chunk_rows=chunk_rows, dry_run=dry_run,
+        )
+    return summary
+
+
+#: featurize's flag for each generic option of dkrp.methods (random_state is --seed)
+OPTION_FLAGS = {
+    "degree": "--degree",
+    "n_components": "--n-components",
+    "n_hyperplanes": "--n-hyperplanes",
+    "n_terms": "--n-terms",
+    "distribution": "--distribution",
+    "density": "--density",
+    "pool": "--pool",
+    "index_design": "--index-design",
+    "kernel": "--kernel",
+    "gamma": "--gamma",
+    "scale": "--scale",
+    "random_state": "--seed",
+}
+
+
+def method_flags(name):
+    """``(flags, python_only)``: featurize's flags that ``name`` takes, and the class
+    parameters it takes that have no flag (set them from Python)."""
+    from ..methods import METHODS
+
+    info = METHODS[name]
+    generic = {target: option for option, target in info.aliases.items()}
+    flags, python_only = [], []
+    for param in info.options:
+        option = generic.get(param, param)
+        if option in OPTION_FLAGS:
+            flag = OPTION_FLAGS[option]
+            flags.append(flag if option == param else f"{flag} ({param})")
+        else:
+            python_only.append(param)
+    return flags, python_only
+
+
+@main.command(short_help="List the --method feature maps and their options.")
+def methods():
+    """List the feature maps that `dkrp featurize --method` takes, with their options.
+
+    Options a method does not take are refused (not silently ignored) by
+    featurize. Data-dependent methods make exactly one pass over the input to fit.
+
+    \b
+    Example:
+      dkrp methods
+    """
+    from ..methods import METHODS, method_names
+
+    indent = " " * 14
+
+    def echo(text, first=indent):
+        click.echo(click.wrap_text(text, width=88, initial_indent=first,
+                                   subsequent_indent=indent + "  "))
+
+    for name in method_names():
+        info = METHODS[name]
+        flags, python_only = method_flags(name)
+        echo(info.summary, first=f"{name:<14}")
+        if info.data_dependent:
+            echo("data-dependent: exactly one pass over the input to fit "
+                 f"({info.fit_pass.format_map(_Placeholders())})")
+        echo(f"options: {' '.join(flags)}")
+        if python_only:
+            echo(f"Python API only: {', '.join(python_only)}")
+
+
+class _Placeholders(dict):
+    """Leaves ``{name}`` for fields of a fit_pass text (``n_landmarks`` -> ``p``)."""
+
+    def __missing__(self, key):
+        return {"n_components": "k", "n_landmarks": "p"}.get(key, key)

@@ -1,0 +1,137 @@
+"""The ensemble commands: ``dkrp train`` (a voting ensemble of random-feature linear
+SVMs on a labelled dataset store, saved to a model directory) and ``dkrp predict``
+(predict and score a dataset store; optionally write the predictions to Zarr)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..methods import method_names
+from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
+
+
+@main.command(short_help="Train a voting ensemble of random-feature linear SVMs.")
+@click.argument("train_path", metavar="TRAIN.zarr", type=click.Path())
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+              help="Model directory to write (dkrp.json + voters.npz).")
+@click.option("--method", type=click.Choice(method_names()), default="rff", show_default=True,
+              help="Feature map of every voter (any method of `dkrp methods`).")
+@click.option("--n-components", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Features per voter.")
+@click.option("--gamma", help="Kernel width (a number or 'scale'; rff default: scale).")
+@click.option("--C", "C", type=click.FloatRange(min=0, min_open=True), default=1.0,
+              show_default=True, help="Regularisation of the linear SVMs.")
+@click.option("--voters", type=click.IntRange(min=1), default=13, show_default=True,
+              help="Number of voters; 1 trains a single random-feature linear SVM.")
+@click.option("--strategy", type=click.Choice(["full", "partition"]), default="full",
+              show_default=True,
+              help="full: every voter sees all rows; partition: one voter per row block.")
+@click.option("--voting", type=click.Choice(["hard", "soft"]), default="hard",
+              show_default=True, help="Majority vote (ties to the lowest label) or mean "
+                                      "decision function.")
+@click.option("--solver", type=click.Choice(["auto", "primal", "dual", "sgd"]), default="auto",
+              show_default=True, help="Linear model: LinearSVC primal/dual or SGD hinge.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Ensemble seed; voter seeds derive from it.")
+@click.option("--overwrite", is_flag=True, help="Replace a model already in --out.")
+@_cluster_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def train(train_path, out, method, n_components, gamma, C, voters, strategy, voting, solver,
+          seed, overwrite, scheduler, scheduler_file, n_workers, memory_limit, quiet):
+    """Train an ensemble of random-feature linear SVMs on the dataset store TRAIN.zarr.
+
+    Labels come from the store. Voter i's feature map and SVM are seeded from
+    --seed, so the same command gives the same model on any cluster. Prints a
+    table of the voters (rows, solver, iterations, seconds) and writes --out.
+
+    \b
+    Examples:
+      dkrp train mnist.zarr --out model --method rff --n-components 500 --voters 13
+      dkrp train big.zarr --out model --strategy partition --scheduler tcp://10.0.0.5:8786
+      dkrp train mnist.zarr --out single --voters 1
+    """
+    from ..ensemble import MANIFEST, RandomFeatureVotingClassifier, summary_lines
+    from ..io import open_dataset
+
+    gamma = _parse_float_or("--gamma", gamma, "scale")
+    with _as_click_errors():
+        if (Path(out) / MANIFEST).exists() and not overwrite:
+            raise FileExistsError(f"{out} already holds a saved model; pass --overwrite to "
+                                  "replace it.")
+        ds = open_dataset(train_path)
+        if ds.y is None:
+            raise ValueError(f"{train_path} has no labels: ingest it with its labels "
+                             "(--label-column, or --labels for IDX).")
+        model = RandomFeatureVotingClassifier(
+            n_voters=voters, method=method, n_components=n_components, gamma=gamma, C=C,
+            estimator=solver, voting=voting, strategy=strategy, random_state=seed)
+        with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
+            model.fit(ds.X, ds.y, client=client, progress=not quiet)
+        path = model.save(out, overwrite=overwrite)
+    for line in summary_lines(model):
+        click.echo(line)
+    click.echo(f"trained {voters} voter(s) on {ds.X.shape[0]} rows in {model.fit_seconds_:.1f} s: "
+               f"{Path(path).absolute()}")
+
+
+@main.command(short_help="Predict a dataset store with a trained ensemble; score it.")
+@click.argument("model_dir", metavar="MODEL_DIR", type=click.Path(file_okay=False))
+@click.argument("test_path", metavar="TEST.zarr", type=click.Path())
+@click.option("--out", "out", type=click.Path(file_okay=False),
+              help="Write the predictions to this Zarr store (array y_pred).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out store.")
+@_cluster_options
+def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_workers,
+            memory_limit):
+    """Predict TEST.zarr with the model in MODEL_DIR (lazy and parallel on the cluster).
+
+    With labels in the store, prints the accuracy and macro-F1 of the ensemble
+    and the accuracy of each voter.
+
+    \b
+    Examples:
+      dkrp predict model mnist-test.zarr
+      dkrp predict model big-test.zarr --out pred.zarr --scheduler tcp://10.0.0.5:8786
+    """
+    from .. import load
+    from ..ensemble import RandomFeatureVotingClassifier, evaluate, summary_lines
+    from ..io import open_dataset
+
+    with _as_click_errors():
+        model = load(model_dir)
+        if not isinstance(model, RandomFeatureVotingClassifier):
+            raise ValueError(f"{model_dir} holds a {type(model).__name__}, not a trained "
+                             "ensemble (dkrp train).")
+        ds = open_dataset(test_path)
+        if out is not None and Path(out).exists() and not overwrite:
+            raise FileExistsError(f"{out} exists; pass --overwrite to replace it.")
+        with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
+            result = evaluate(model, ds.X, ds.y, client=client)
+        if out is not None:
+            _write_predictions(out, result["y_pred"], model_dir, test_path)
+    for line in summary_lines(model, result):
+        click.echo(line)
+    n = len(result["y_pred"])
+    if "accuracy" in result:
+        click.echo(f"accuracy {result['accuracy']:.4f}  macro-F1 {result['macro_f1']:.4f}  "
+                   f"({n} rows, {result['seconds']:.1f} s)")
+    else:
+        click.echo(f"predicted {n} rows in {result['seconds']:.1f} s (the store has no labels)")
+    if out is not None:
+        click.echo(f"predictions: {Path(out).absolute()}")
+
+
+def _write_predictions(out, y_pred, model_dir, test_path):
+    import shutil
+
+    import zarr
+
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    group = zarr.open_group(str(out), mode="w")
+    group.create_array("y_pred", data=y_pred)
+    group.attrs.update({"dkrp_format": "predictions", "model": str(Path(model_dir).absolute()),
+                        "input": str(Path(test_path).absolute()), "complete": True})

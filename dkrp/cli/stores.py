@@ -1,0 +1,211 @@
+"""The store commands: ``dkrp ingest`` (source file -> Zarr dataset store), ``dkrp info``
+(describe a dataset or feature store) and ``dkrp verify`` (check every chunk; ``--repair``
+recomputes bad feature chunks)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import click
+
+from ._group import _as_click_errors, _client, _cluster_options, main
+
+
+@main.command(short_help="Convert LIBSVM, CSV, .npy, Parquet or IDX into a Zarr dataset store.")
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.argument("dest", type=click.Path(file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv", "npy", "parquet", "idx"]),
+              help="Input format (default: from the file name).")
+@click.option("--label-column", help="CSV/Parquet column stored as labels y.")
+@click.option("--labels", "labels", type=click.Path(dir_okay=False),
+              help="IDX only: the matching labels file (e.g. train-labels-idx1-ubyte.gz).")
+@click.option("--drop-column", "drop_columns", multiple=True,
+              help="CSV/Parquet column to leave out (repeatable), e.g. --drop-column Id.")
+@click.option("--n-features", type=click.IntRange(min=1), help="Number of features (LIBSVM).")
+@click.option("--chunk-rows", type=click.IntRange(min=1),
+              help="Rows per chunk (default: about 64 MiB per chunk).")
+@click.option("--sparse/--dense", default=None,
+              help="Store LIBSVM input as CSR blocks or densely (default: by density).")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
+              show_default=True)
+@click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
+def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk_rows, sparse,
+           dtype, overwrite):
+    """Convert SRC (LIBSVM, CSV, .npy, Parquet, IDX) into a Zarr v3 dataset store DEST.
+
+    DEST holds X chunked by rows (about 64 MiB per chunk unless --chunk-rows is
+    given), the labels y when there are any, and the source's path, SHA-256 and the
+    ingest options. LIBSVM files are parsed in parallel chunks and can stay sparse.
+
+    \b
+    Examples:
+      dkrp ingest train.csv covtype.zarr --label-column Cover_Type --drop-column Id
+      dkrp ingest w8a w8a.zarr --format libsvm --n-features 300 --sparse
+      dkrp ingest X.npy x.zarr --chunk-rows 100000 --dtype float32
+      dkrp ingest train-images-idx3-ubyte.gz mnist.zarr \\
+           --labels train-labels-idx1-ubyte.gz --dtype float32
+    """
+    import time
+
+    from .. import io
+
+    t0 = time.perf_counter()
+    with _as_click_errors():
+        io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
+                  n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
+                  overwrite=overwrite, labels=labels)
+        attrs = io.open_dataset(dest).attrs
+    seconds = time.perf_counter() - t0
+    rows = int(attrs["n_samples"])
+    click.echo(
+        f"ingested {rows} rows x {attrs['n_features']} features ({attrs['storage']}) in "
+        f"{seconds:.1f} s ({rows / max(seconds, 1e-9):,.0f} rows/s): {Path(dest).absolute()}"
+    )
+
+
+def _dataset_description(path: Path, attrs: dict) -> dict:
+    """The summary of a dataset store, shaped like :meth:`FeatureSet.describe`'s.
+
+    The keys a ``Dataset.describe()`` in :mod:`dkrp.io` would return; ``info`` takes
+    it from there once the dataset store has one.
+    """
+    return {
+        "format": "dataset",
+        "path": str(path),
+        "shape": (attrs.get("n_samples"), attrs.get("n_features")),
+        "dtype": attrs.get("dtype"),
+        "storage": attrs.get("storage"),
+        "chunk_rows": attrs.get("chunk_rows"),
+        "complete": attrs.get("complete") is True,
+        "has_labels": attrs.get("has_labels"),
+        "label_dtype": attrs.get("label_dtype"),
+        "source": attrs.get("source"),
+        "source_format": attrs.get("source_format"),
+        "source_sha256": attrs.get("source_sha256"),
+        "ingest": attrs.get("ingest"),
+    }
+
+
+def _describe_lines(d: dict):
+    """The lines ``dkrp info`` prints for a store's ``describe()`` summary."""
+    complete = "complete" if d["complete"] else "INCOMPLETE"
+    n, k = d["shape"]
+    if d["format"] == "features":
+        yield f"feature store {d['path']}"
+        yield (f"  shape ({n}, {k}) {d['dtype']}, chunk_rows {d['chunk_rows']}, {complete} "
+               f"({d['chunks_done']}/{d['n_chunks']} chunks done)")
+        params = json.dumps(d["params"], sort_keys=True)
+        yield f"  projector {d['projector']} seed {d['seed']} params {params}"
+        yield f"  checksum {d['checksum']}"
+        yield f"  input {json.dumps(d['input'], sort_keys=True)}"
+        yield f"  manifest {json.dumps(d['manifest'], sort_keys=True)}"
+    else:
+        yield f"dataset store {d['path']}"
+        yield (f"  shape ({n}, {k}) {d['dtype']} {d['storage']}, chunk_rows {d['chunk_rows']}, "
+               f"{complete}")
+        yield f"  labels {d['has_labels']} ({d['label_dtype']})"
+        yield f"  source {d['source']} ({d['source_format']}, sha256 {d['source_sha256']})"
+        yield f"  ingest {json.dumps(d['ingest'], sort_keys=True, default=str)}"
+
+
+def _info_lines(path: Path):
+    import zarr
+
+    if not (path / "zarr.json").is_file():
+        raise click.ClickException(f"{path} is not a Zarr store (no zarr.json).")
+    attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+    kind = attrs.get("dkrp_format")
+    if kind == "features":
+        from ..feature_store import open_features
+
+        with _as_click_errors():
+            yield from _describe_lines(open_features(path, allow_incomplete=True).describe())
+    elif kind == "dataset":
+        yield from _describe_lines(_dataset_description(path, attrs))
+    else:
+        yield f"Zarr group {path} (not made by dkrp)"
+        yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
+
+
+@main.command(short_help="Describe a dataset or feature store.")
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the raw attributes as JSON.")
+def info(store, as_json):
+    """Describe a dataset or feature store: shape, completeness, spec, provenance.
+
+    \b
+    Examples:
+      dkrp info covtype.zarr
+      dkrp info krp.zarr --json
+    """
+    path = Path(store).absolute()
+    if as_json:
+        import zarr
+
+        with _as_click_errors():
+            attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+        click.echo(json.dumps(attrs, indent=2, sort_keys=True, default=str))
+        return
+    for line in _info_lines(path):
+        click.echo(line)
+
+
+def _verify_lines(report: dict):
+    """The lines ``dkrp verify`` prints for a :func:`~dkrp.feature_store.verify_store` report."""
+    kind = "feature store" if report["format"] == "features" else "dataset store"
+    sums = ("crc32c checksums" if report["checksums"] else
+            "no checksums (written before dkrp added them): only missing and undecodable "
+            "chunks can be found, not changed bytes")
+    yield (f"{kind} {report['path']}: {report['chunks_checked']} chunks in "
+           f"{len(report['arrays'])} array(s) checked, {sums}")
+    for p in report["problems"]:
+        yield f"  {p['problem'].upper()} {p['file']} (chunk {tuple(p['chunk'])}): {p['detail']}"
+    if report["repaired"]:
+        chunks = ", ".join(str(i) for i in report["repaired"])
+        yield (f"  repaired {len(report['repaired'])} chunk(s) ({chunks}): recomputed from the "
+               "spec and the input and rewritten")
+    if report["ok"]:
+        yield "  OK" + ("" if report["complete"] else " (but incomplete)")
+
+
+@main.command(short_help="Check every chunk of a store; --repair rewrites bad feature chunks.")
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.option("--repair", is_flag=True,
+              help="Feature stores: recompute the missing and corrupt chunks from the spec "
+                   "and the input and rewrite them (byte-identical to a clean run).")
+@click.option("--input", "input_path", type=click.Path(exists=True),
+              help="The input to recompute from (default: the path recorded in the store).")
+@_cluster_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memory_limit,
+           quiet):
+    """Check every chunk of the dataset or feature store STORE: present, checksum intact.
+
+    With --repair, a feature store's missing and corrupt chunks are recomputed
+    from its spec and its input (checked against the input fingerprint in the
+    store) on a Dask cluster and rewritten; nothing else is written. A dataset
+    store cannot be rebuilt from itself: re-ingest it from its source. Exits
+    with status 1 when a bad chunk remains.
+
+    \b
+    Examples:
+      dkrp verify krp.zarr
+      dkrp verify krp.zarr --repair
+      dkrp verify covtype.zarr
+    """
+    from ..feature_store import verify_store
+
+    with _as_click_errors(), contextlib.ExitStack() as stack:
+        report = verify_store(
+            store, repair=repair, input=input_path, progress=not quiet,
+            client=lambda: stack.enter_context(
+                _client(scheduler, scheduler_file, n_workers, memory_limit)),
+        )
+    for line in _verify_lines(report):
+        click.echo(line)
+    if not report["ok"]:
+        raise click.ClickException(report["advice"] or "bad chunks found")
+    if report["advice"]:
+        click.echo(f"  {report['advice']}")

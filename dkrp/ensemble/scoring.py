@@ -1,0 +1,91 @@
+"""Scoring a trained ensemble: :func:`evaluate` (predict once, score the ensemble and
+each voter) and :func:`summary_lines` (the per-voter table that ``dkrp train``,
+``dkrp predict`` and the pipelines print)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .._validation import is_dask_collection
+from .voters import hard_vote
+
+
+def evaluate(model, X, y=None, *, client=None):
+    """Predict ``X`` once and score the ensemble and each voter (the CLI's summary table).
+
+    The voters' labels are computed in one pass (lazy and parallel for dask ``X``,
+    on ``client`` when given); the hard vote is taken from them, the soft vote
+    needs the decision functions as well.
+
+    Returns
+    -------
+    dict
+        ``y_pred``, ``votes`` (n_samples, n_voters), ``seconds``, and when ``y`` is
+        given ``accuracy``, ``macro_f1`` and ``voter_accuracy`` (one per voter).
+    """
+    from sklearn.metrics import accuracy_score, f1_score
+
+    t0 = time.perf_counter()
+    parts = [model.predict_voters(X)]
+    if model.voting == "soft":
+        parts.append(model.predict(X))
+    if y is not None and is_dask_collection(y):
+        parts.append(y)
+    if any(is_dask_collection(p) for p in parts):
+        if client is not None:
+            parts = client.gather(client.compute(parts))
+        else:
+            import dask
+
+            parts = list(dask.compute(*parts))
+    votes = np.asarray(parts[0])
+    if model.voting == "soft":
+        y_pred = np.asarray(parts[1])
+    else:
+        y_pred = model.classes_[hard_vote(np.searchsorted(model.classes_, votes),
+                                          model.n_classes_)]
+    if y is not None:
+        y = np.asarray(parts[-1] if is_dask_collection(y) else y)
+    out = {"y_pred": y_pred, "votes": votes, "seconds": time.perf_counter() - t0}
+    if y is not None:
+        if y.shape[0] != y_pred.shape[0]:
+            raise ValueError("Found input variables with inconsistent numbers of samples: "
+                             f"[{y_pred.shape[0]}, {y.shape[0]}]")
+        out["accuracy"] = float(accuracy_score(y, y_pred))
+        out["macro_f1"] = float(f1_score(y, y_pred, average="macro"))
+        out["voter_accuracy"] = [float((votes[:, j] == y).mean())
+                                 for j in range(votes.shape[1])]
+    return out
+
+
+def summary_lines(model, evaluation=None):
+    """The summary table: per voter its training time, solver and (with labels) accuracy."""
+    has_acc = evaluation is not None and "voter_accuracy" in evaluation
+    head = f"{'voter':>5} {'partition':>9} {'rows':>9} {'solver':<22} {'iter':>5} {'train s':>8}"
+    if has_acc:
+        head += f" {'accuracy':>8}"
+    lines = [head, "-" * len(head)]
+    for j, info in enumerate(model.voter_info_):
+        part = "-" if info.get("partition") is None else str(info["partition"])
+        line = (f"{j:>5} {part:>9} {info.get('n_rows') or 0:>9} {info.get('solver', ''):<22} "
+                f"{info.get('n_iter') or 0:>5} {info.get('seconds') or 0:>8.2f}")
+        if info.get("converged") is False:
+            line += " (not converged)"
+        if has_acc:
+            line += f" {evaluation['voter_accuracy'][j]:>8.4f}"
+        lines.append(line)
+    lines.append("-" * len(head))
+    fit_s = getattr(model, "fit_seconds_", float("nan"))
+    line = f"{'vote':>5} {model.voting:>9} {'':>9} {'':<22} {'':>5} {fit_s:>8.2f}"
+    if has_acc:
+        line += f" {evaluation['accuracy']:>8.4f}"
+    lines.append(line)
+    if has_acc:
+        acc = np.asarray(evaluation["voter_accuracy"])
+        lines.append(f"ensemble accuracy {evaluation['accuracy']:.4f}, macro-F1 "
+                     f"{evaluation['macro_f1']:.4f}; voters mean {acc.mean():.4f} (min "
+                     f"{acc.min():.4f}, max {acc.max():.4f}); "
+                     f"predict {evaluation['seconds']:.1f} s")
+    return lines

@@ -1,0 +1,163 @@
+"""The training strategies of the ensemble on a Dask cluster.
+
+``"full"`` (:func:`fit_full`): every voter sees all rows, one task per voter.
+``"partition"`` (:func:`fit_partition`): one voter per row block through dask-ml's
+``BlockwiseVotingClassifier``, subclassed so every block gets its own seeds. Both
+run on a ``distributed.Client`` when given (or the default client), in this process
+otherwise; this module also owns the progress callback, the gathering of voter
+futures (cancelled on failure) and the finite-rows check of dask input.
+See :mod:`dkrp.ensemble` for the data movement of each strategy.
+"""
+
+from __future__ import annotations
+
+from .._validation import check_finite_rows
+from .voters import _train_voter
+
+
+def _blockwise_class():
+    from dask_ml.ensemble import BlockwiseVotingClassifier
+
+    class SeededBlockwiseVotingClassifier(BlockwiseVotingClassifier):
+        """dask-ml's blockwise voter, one seed per block (see :mod:`dkrp.ensemble`).
+
+        ``voters`` is a list of ``(projector, model)`` with their own seeds, one per
+        row block; ``fit`` returns the futures (or results) of :func:`_train_voter`.
+        """
+
+        def __init__(self, estimator=None, voting="hard", classes=None, voters=None):
+            super().__init__(estimator, voting=voting, classes=classes)
+            self.voters = voters
+
+        def fit_tasks(self, X, y):
+            import dask
+
+            from .._blockwise import row_offsets
+
+            Xs = X.to_delayed().flatten()
+            ys = y.to_delayed().flatten()
+            if len(Xs) != len(ys):
+                raise ValueError(
+                    f"The number of blocks in X and y must match. {len(Xs)} != {len(ys)}")
+            if len(Xs) != len(self.voters):
+                raise ValueError(f"{len(Xs)} row blocks for {len(self.voters)} voters.")
+            offsets = row_offsets(X.chunks[0])
+            train = dask.delayed(_train_voter, pure=True)
+            return [
+                train(Xb, yb, proj, model, i, partition=i, row_offset=offsets[i],
+                      dask_key_name=f"dkrp-voter-{dask.base.tokenize(Xb.key, i)}")
+                for i, (Xb, yb, (proj, model)) in enumerate(zip(Xs, ys, self.voters, strict=True))
+            ]
+
+    return SeededBlockwiseVotingClassifier
+
+
+def _default_client():
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _progress_callback(progress, total):
+    if callable(progress):
+        return progress, None
+    if not progress:
+        return (lambda done, total: None), None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="voters", unit="voter")
+
+    def update(done, total):
+        bar.n = done
+        bar.refresh()
+
+    return update, bar
+
+
+def fit_full(X, y, voters, client, report, dask_input):
+    """Strategy ``"full"``: every voter trains on all rows, one task each.
+
+    ``X`` reaches each worker once (scattered with ``broadcast=True``, or assembled on
+    a worker from its graph); without a client the voters train here in turn.
+    Returns the :func:`_train_voter` results.
+    """
+    total = len(voters)
+    if client is None:
+        if dask_input:
+            X, y = X.compute(), y.compute()
+        results = []
+        for i, (projector, model) in enumerate(voters):
+            results.append(_train_voter(X, y, projector, model, i))
+            report(len(results), total)
+        return results
+    if dask_input:
+        # assembled on a worker from the graph: a lost copy is recomputed
+        Xf, yf = client.compute([X, y])
+    else:
+        Xf = client.scatter(X, broadcast=True, hash=False)
+        yf = client.scatter(y, broadcast=True, hash=False)
+    token = _spec_token(voters, X.shape)
+    futures = [
+        client.submit(_train_voter, Xf, yf, projector, model, i,
+                      key=f"dkrp-voter-{token}-{i}", pure=False)
+        for i, (projector, model) in enumerate(voters)
+    ]
+    return _gather(futures, client, report, total)
+
+
+def fit_partition(X, y, voters, client, report, dask_input, *, voting, classes):
+    """Strategy ``"partition"``: voter ``i`` trains on row block ``i``, where it lives.
+
+    Through dask-ml's blockwise voter (:func:`_blockwise_class`). Returns the
+    :func:`_train_voter` results and the blockwise estimator.
+    """
+    import dask
+    import dask.array as da
+
+    total = n_voters = len(voters)
+    if not dask_input:
+        rows = -(-X.shape[0] // n_voters)
+        if X.shape[0] < n_voters:
+            raise ValueError(f"{X.shape[0]} rows cannot make {n_voters} partition voters.")
+        X = da.from_array(X, chunks=(rows, -1), asarray=False)
+        y = da.from_array(y, chunks=(rows,))
+    blockwise = _blockwise_class()(voting=voting, classes=classes, voters=voters)
+    tasks = blockwise.fit_tasks(X, y)
+    if client is None:
+        results = list(dask.compute(*tasks))
+        report(total, total)
+        return results, blockwise
+    return _gather(client.compute(tasks), client, report, total), blockwise
+
+
+def _checked_block(block, offsets, block_info=None):
+    i = block_info[0]["chunk-location"][0] if block_info else 0
+    check_finite_rows(block, row_offset=offsets[i], partition=i)
+    return block
+
+
+def _spec_token(voters, shape):
+    from dask.base import tokenize
+
+    return tokenize([(p.get_params(), type(m).__name__, m.get_params()) for p, m in voters],
+                    shape)
+
+
+def _gather(futures, client, report, total):
+    from distributed import as_completed
+
+    results = []
+    try:
+        for future in as_completed(futures, loop=client.loop):
+            results.append(future.result())
+            report(len(results), total)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    return results

@@ -1,0 +1,253 @@
+"""One voter of the ensemble, and the vote (the code that runs on the workers).
+
+A voter is a random feature map and a linear model, each seeded from the ensemble
+seed (:func:`voter_seeds`, the seed contract's ``"ensemble.voter"`` stream). This
+module owns: the seeds, the choice of linear model (:func:`make_model`, the
+``SGD_MIN_SAMPLES`` rule), the task that trains one voter (:func:`_train_voter`,
+liblinear's lock), the scores of one voter, the majority vote with its tie rule
+(:func:`hard_vote`) and the votes of all voters on a row block
+(:func:`_ensemble_block`), and the rebuilding of a fitted voter from its arrays.
+See :mod:`dkrp.ensemble` for the measurements behind the solver rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+
+from .._random import block_generator
+from .._validation import check_finite_rows
+from ..errors import PartitionInputError, SpecError
+
+#: Named stream of the seed contract from which voter seeds are drawn.
+VOTER_STREAM = "ensemble.voter"
+#: From this many training rows per voter on, ``estimator="auto"`` uses SGD.
+SGD_MIN_SAMPLES = 100_000
+_MAX_SEED = 2**63 - 1
+#: liblinear (LinearSVC, LogisticRegression's liblinear solver) draws from one
+#: process-wide generator seeded per fit: two fits in threads of one process would
+#: interleave its draws and change each other's coefficients, so they take turns.
+_LIBLINEAR_LOCK = threading.Lock()
+#: Linear models a saved ensemble may name (loading imports nothing else).
+_MODEL_CLASSES = {
+    "LinearSVC": "sklearn.svm",
+    "SGDClassifier": "sklearn.linear_model",
+    "LogisticRegression": "sklearn.linear_model",
+    "RidgeClassifier": "sklearn.linear_model",
+    "Perceptron": "sklearn.linear_model",
+    "PassiveAggressiveClassifier": "sklearn.linear_model",
+}
+
+
+def voter_seeds(seed: int, index: int) -> tuple[int, int]:
+    """``(projector_seed, model_seed)`` of voter ``index`` of an ensemble seeded ``seed``.
+
+    Examples
+    --------
+    >>> voter_seeds(0, 1) == voter_seeds(0, 1) != voter_seeds(0, 2)
+    True
+    """
+    rng = block_generator(seed, VOTER_STREAM, index)
+    projector_seed = int(rng.integers(0, _MAX_SEED, dtype=np.int64))
+    model_seed = int(rng.integers(0, 2**32 - 1, dtype=np.int64))  # scikit-learn's range
+    return projector_seed, model_seed
+
+
+def _model_class(name):
+    import importlib
+
+    if name not in _MODEL_CLASSES:
+        raise SpecError(f"Unknown linear model {name!r}; a saved ensemble may name "
+                        f"{sorted(_MODEL_CLASSES)}.")
+    return getattr(importlib.import_module(_MODEL_CLASSES[name]), name)
+
+
+def make_model(solver, C, n_samples, n_components, random_state):
+    """The linear model ``solver`` picks for ``n_samples`` rows of ``n_components`` features.
+
+    ``"auto"``: ``"sgd"`` from :data:`SGD_MIN_SAMPLES` rows, else ``"dual"`` (see
+    :mod:`dkrp.ensemble` for the measurements behind this rule).
+    """
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.svm import LinearSVC
+
+    if solver == "auto":
+        solver = "sgd" if n_samples >= SGD_MIN_SAMPLES else "dual"
+    if solver == "sgd":
+        return SGDClassifier(loss="hinge", alpha=1.0 / (C * max(n_samples, 1)), tol=1e-4,
+                             max_iter=50, random_state=random_state)
+    return LinearSVC(C=C, dual=solver == "dual", random_state=random_state)
+
+
+# -- worker side ------------------------------------------------------------------------
+
+
+def _task_threads():
+    from .._blockwise import _task_threads as threads
+
+    return threads()
+
+
+def _worker_address():
+    from .._blockwise import _worker_address as address
+
+    return address()
+
+
+def _train_voter(X, y, projector, model, index, partition=None, row_offset=0):
+    """Fit one voter: its map on ``X``, then the linear model on the features.
+
+    Module-level and pure (it pickles by reference). The features stay here; the
+    result is the projector spec and the model's coefficients.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+
+    from .._threading import limit_threads
+
+    t0 = time.perf_counter()
+    where = f"partition {partition} (rows {row_offset}..{row_offset + X.shape[0] - 1})" \
+        if partition is not None else "the training data"
+    if partition is not None:
+        check_finite_rows(X, row_offset=row_offset, partition=partition)
+        if X.shape[0] != np.shape(y)[0]:
+            raise PartitionInputError(
+                f"Partition {partition} has {X.shape[0]} rows of X but {np.shape(y)[0]} "
+                "labels.", partition=partition)
+    y = np.asarray(y)
+    labels = np.unique(y)
+    if labels.size < 2:
+        raise ValueError(
+            f"Voter {index} was given one class only ({labels[0]!r}) in {where}: a "
+            "classifier needs at least two. Shuffle the rows before ingesting (partition "
+            "voters see one row block each) or use strategy='full'."
+        )
+    projector = clone(projector)
+    model = clone(model)
+    with limit_threads(_task_threads()):
+        projector.fit(X)
+        Z = projector.transform(X)
+        lock = _LIBLINEAR_LOCK if _uses_liblinear(model) else contextlib.nullcontext()
+        with lock, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            model.fit(Z, y)
+    converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    n_iter = np.max(np.atleast_1d(getattr(model, "n_iter_", -1)))
+    return {
+        "index": int(index),
+        "partition": None if partition is None else int(partition),
+        "n_rows": int(X.shape[0]),
+        "spec": projector.to_spec(),
+        "model_class": type(model).__name__,
+        "model_params": model.get_params(deep=False),
+        "coef": np.ascontiguousarray(model.coef_, dtype=np.float64),
+        "intercept": np.atleast_1d(np.asarray(model.intercept_, dtype=np.float64)),
+        "classes": np.asarray(model.classes_),
+        "n_iter": int(n_iter),
+        "converged": bool(converged),
+        "seconds": time.perf_counter() - t0,
+        "worker": _worker_address(),
+    }
+
+
+def _uses_liblinear(model):
+    name = type(model).__name__
+    return name == "LinearSVC" or (name == "LogisticRegression"
+                                   and model.get_params().get("solver") == "liblinear")
+
+
+def _voter_scores(Z, coef, intercept, class_idx, n_classes):
+    """One voter's ``(label index, scores over all classes)`` for features ``Z``.
+
+    The label is what the voter's own ``predict`` gives (binary: ``d > 0``;
+    multi-class: ``argmax``). Scores of classes the voter never saw (a partition
+    voter) are set one below the row's lowest score.
+    """
+    d = Z @ coef.T + intercept
+    if coef.shape[0] == 1:
+        d = d[:, 0]
+        label = class_idx[(d > 0).astype(np.intp)]
+        own = np.stack([-d, d], axis=1)
+    else:
+        label = class_idx[d.argmax(axis=1)]
+        own = d
+    if own.shape[1] == n_classes:
+        scores = own
+    else:
+        scores = np.repeat(own.min(axis=1, keepdims=True) - 1.0, n_classes, axis=1)
+        scores[:, class_idx] = own
+    return label, scores
+
+
+def hard_vote(votes, n_classes):
+    """Majority vote of label indices ``votes`` (n_samples, n_voters); ties to the lowest.
+
+    Examples
+    --------
+    >>> hard_vote(np.array([[2, 1, 1, 2], [0, 2, 2, 0]]), 3).tolist()
+    [1, 0]
+    """
+    votes = np.asarray(votes, dtype=np.intp)
+    counts = np.zeros((votes.shape[0], n_classes), dtype=np.int64)
+    np.add.at(counts, (np.arange(votes.shape[0])[:, None], votes), 1)
+    return counts.argmax(axis=1)  # the first maximum: the lowest class label
+
+
+def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets=None,
+                    block_info=None):
+    """Votes of all voters on one row block (used in process and in map_blocks)."""
+    from .._blockwise import _cached_projector
+    from .._threading import limit_threads
+
+    partition = None
+    offset = 0
+    if block_info is not None and offsets is not None:
+        partition = block_info[0]["chunk-location"][0]
+        offset = offsets[partition]
+    if sp.issparse(block):
+        block = block.tocsr().astype(np.float64)
+    else:
+        block = np.asarray(block, dtype=np.float64)
+    if block.ndim != 2 or block.shape[1] != n_features:
+        raise PartitionInputError(
+            f"Partition {partition} has shape {block.shape}, but the ensemble is expecting "
+            f"{n_features} features as input.", partition=partition)
+    check_finite_rows(block, row_offset=offset, partition=partition)
+    votes = np.empty((block.shape[0], len(payload)), dtype=np.int32)
+    total = np.zeros((block.shape[0], n_classes))
+    with limit_threads(_task_threads()):
+        for j, (spec_text, coef, intercept, class_idx) in enumerate(payload):
+            Z = _cached_projector(spec_text).transform_block(block)
+            votes[:, j], scores = _voter_scores(Z, coef, intercept, class_idx, n_classes)
+            if voting == "soft" or what == "scores":
+                total += scores
+    if what == "votes":
+        return votes
+    if what == "scores":
+        return total / len(payload)
+    if voting == "soft":
+        return total.argmax(axis=1)
+    return hard_vote(votes, n_classes)
+
+
+def _solver_name(model_class, params):
+    if model_class == "LinearSVC":
+        return "LinearSVC(dual=True)" if params.get("dual") is True else "LinearSVC(dual=False)"
+    return model_class
+
+
+def _pipeline(projector, model_class, model_params, coef, intercept, classes):
+    """A fitted ``Pipeline(features, svm)`` from a projector and a linear model's arrays."""
+    from sklearn.pipeline import Pipeline
+
+    model = _model_class(model_class)(**model_params)
+    model.coef_ = np.asarray(coef, dtype=np.float64)
+    model.intercept_ = np.asarray(intercept, dtype=np.float64)
+    model.classes_ = np.asarray(classes)
+    model.n_features_in_ = int(model.coef_.shape[1])
+    return Pipeline([("features", projector), ("svm", model)])
