@@ -14,86 +14,78 @@ __all__ = ["METHODS", "MethodInfo", "fit_pass_message", "make_projector", "metho
 
 @dataclass(frozen=True)
 class MethodInfo:
-    """Where a method's class lives and which generic options it takes."""
+    """Where a method's class lives; its options and kind are read from the class itself."""
 
     target: str  # "module:ClassName"
     summary: str
-    options: tuple = ()  # generic option names the class accepts (degree, gamma, ...)
     aliases: dict = field(default_factory=dict)  # generic option -> class parameter
-    #: True for maps fitted from the data (one pass over the input before featurizing)
-    data_dependent: bool = False
-    #: What that one pass gathers, formatted with the projector's parameters
+    #: What a data-dependent method's one fitting pass gathers, formatted with the
+    #: projector's parameters
     fit_pass: str = ""
 
     def load(self):
         module, name = self.target.split(":")
         return getattr(importlib.import_module(module), name)
 
+    @property
+    def options(self) -> tuple:
+        """The class's parameters (its ``__init__`` signature), in order."""
+        return tuple(self.load()._get_param_names())
+
+    @property
+    def data_dependent(self) -> bool:
+        """True for maps fitted from the data (one pass over the input before featurizing)."""
+        return bool(self.load().data_dependent)
+
 
 METHODS = {
     "krp": MethodInfo(
         "dkrp.features.polynomial:PolynomialRandomProjection",
         "Kernelized Random Projection, homogeneous polynomial kernel (López-Sánchez 2018)",
-        ("degree", "n_components", "n_hyperplanes", "n_terms", "distribution", "density",
-         "pool", "index_design", "random_state"),
     ),
     "explicit": MethodInfo(
         "dkrp.features.polynomial:ExplicitPolynomialProjection",
         "explicit φ(x) + random projection (reference; O(d^g) per row)",
-        ("degree", "n_components", "distribution", "density", "random_state"),
     ),
     "rff": MethodInfo(
         "dkrp.features.fourier:RandomFourierFeatures",
         "random Fourier features, Gaussian or Laplacian kernel (Rahimi & Recht 2007)",
-        ("kernel", "gamma", "n_components", "feature_map", "pool", "random_state"),
     ),
     "nystroem": MethodInfo(
         "dkrp.baselines.nystroem:Nystroem",
         "Nyström with uniformly sampled landmarks (Williams & Seeger 2001)",
-        ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
-        data_dependent=True,
         fit_pass="{n_components} landmark rows, drawn uniformly without replacement by the seed",
     ),
     "kg-rp": MethodInfo(
         "dkrp.baselines.kulis_grauman:KulisGraumanRP",
         "Kulis–Grauman kernelized random projection with sampled landmarks",
-        ("kernel", "degree", "gamma", "coef0", "n_components", "n_landmarks", "n_terms",
-         "random_state"),
-        {"n_hyperplanes": "n_landmarks"},
-        data_dependent=True,
+        aliases={"n_hyperplanes": "n_landmarks"},
         fit_pass="{n_landmarks} landmark rows, drawn uniformly without replacement by the seed",
     ),
     "prp": MethodInfo(
         "dkrp.features.independent:IndependentPolynomialProjection",
         "P-RP-style projection with fresh hyperplanes per product term",
-        ("degree", "n_components", "n_terms", "distribution", "density", "random_state"),
     ),
     "maclaurin": MethodInfo(
         "dkrp.features.maclaurin:RandomMaclaurin",
         "Random Maclaurin features for dot-product kernels (Kar & Karnick 2012)",
-        ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
     ),
     "tensorsketch": MethodInfo(
         "dkrp.features.tensorsketch:TensorSketch",
         "TensorSketch for polynomial kernels (Pham & Pagh 2013)",
-        ("kernel", "degree", "gamma", "coef0", "n_components", "random_state"),
     ),
     "srf": MethodInfo(
         "dkrp.features.spherical:SphericalRandomFeatures",
         "Spherical Random Features, polynomial kernel on the unit sphere (Pennington 2015)",
-        ("degree", "scale", "n_components", "n_terms", "feature_map", "random_state"),
     ),
     "spe": MethodInfo(
         "dkrp.features.sign_product:SignProductEmbedding",
         "Sign Product Embedding: quadratic ROP sketches B(x) and 1-bit sign(B(x)) "
         "(Delogne & Jacques)",
-        ("n_components", "random_state"),
     ),
     "pca": MethodInfo(
         "dkrp.baselines.pca:PCAProjector",
         "PCA (covariance eigendecomposition) for the PCA-then-kernel-SVM comparison",
-        ("n_components", "random_state"),
-        data_dependent=True,
         fit_pass="column sums and X^T X",
     ),
 }

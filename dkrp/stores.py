@@ -48,6 +48,24 @@ def open_store(path, *, allow_incomplete=False):
     )
 
 
-def describe_store(path) -> dict:
-    """The ``describe()`` summary of the store at ``path``, complete or not."""
-    return open_store(path, allow_incomplete=True).describe()
+def describe_store(path) -> dict | None:
+    """The ``describe()`` summary of the store at ``path``, complete or not.
+
+    Reads the attributes (and, for feature stores, the done markers) only, so it
+    also describes a store with missing or damaged chunks. None for a Zarr group
+    that dkrp did not make.
+    """
+    path = Path(path).expanduser().absolute()
+    attrs = read_attrs(path)
+    if attrs is None:
+        raise ValueError(f"{path} is not a Zarr store (no readable zarr.json).")
+    fmt = attrs.get("dkrp_format")
+    if fmt == "dataset":
+        from .io.dataset_store import describe_dataset
+
+        return describe_dataset(path, attrs)
+    if fmt == "features":
+        from .feature_store.format import describe_features
+
+        return describe_features(path, attrs)
+    return None

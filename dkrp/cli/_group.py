@@ -71,6 +71,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # `dkrp methods | head`: the reader left, nothing to say
+            sys.stderr.close()
+            raise click.exceptions.Exit(0) from None
         except click.ClickException as exc:
             if ctx.params.get("verbose") and exc.__cause__ is not None:
                 _print_traceback(exc.__cause__)

@@ -9,7 +9,11 @@ import logging
 import sys
 
 import click
+import numpy as np
 
+from .._validation import FLOAT_DTYPES
+from ..features._pools import INDEX_DESIGNS, POOLS
+from ..features._samplers import DISTRIBUTIONS
 from ..methods import method_names
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
@@ -26,14 +30,14 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="Pool size p: hyperplanes for krp, landmarks for kg-rp.")
 @click.option("--n-terms", type=click.IntRange(min=1),
               help="Product terms t per component (krp, prp), landmarks per direction (kg-rp).")
-@click.option("--distribution", type=click.Choice(["gaussian", "achlioptas"]),
+@click.option("--distribution", type=click.Choice(DISTRIBUTIONS),
               help="Distribution of the hyperplane entries (krp, explicit, prp).")
 @click.option("--density", help="Achlioptas density 1/s (a number or 'auto').")
-@click.option("--pool", type=click.Choice(["iid", "orthogonal", "tight_frame", "structured"]),
+@click.option("--pool", type=click.Choice(POOLS),
               help="How the hyperplane pool is built (krp; rff takes iid, orthogonal, "
                    "structured): iid rows as in the paper (default), orthogonal blocks, a "
                    "tight frame, or structured Hadamard blocks (fast Walsh-Hadamard transform).")
-@click.option("--index-design", type=click.Choice(["random", "balanced"]),
+@click.option("--index-design", type=click.Choice(INDEX_DESIGNS),
               help="How krp components pick pool rows: random subsets (default) or balanced "
                    "(every pool row used equally often).")
 @click.option("--kernel",
@@ -44,7 +48,7 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="srf: the polynomial kernel's a >= 2, (1 - ||x - y||^2 / a^2)^degree.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Random seed; the same seed gives the same features on any cluster.")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]),
+@click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
               help="Output dtype (default: float32 for float32 input, else float64).")
 @_cluster_options
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,

@@ -9,14 +9,17 @@ import json
 from pathlib import Path
 
 import click
+import numpy as np
 
+from .._validation import FLOAT_DTYPES
+from ..io.ingestion import INPUT_FORMATS
 from ._group import _as_click_errors, _client, _cluster_options, main
 
 
 @main.command(short_help="Convert LIBSVM, CSV, .npy, Parquet or IDX into a Zarr dataset store.")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("dest", type=click.Path(file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["libsvm", "csv", "npy", "parquet", "idx"]),
+@click.option("--format", "fmt", type=click.Choice(INPUT_FORMATS),
               help="Input format (default: from the file name).")
 @click.option("--label-column", help="CSV/Parquet column stored as labels y.")
 @click.option("--labels", "labels", type=click.Path(dir_okay=False),
@@ -28,8 +31,9 @@ from ._group import _as_click_errors, _client, _cluster_options, main
               help="Rows per chunk (default: about 64 MiB per chunk).")
 @click.option("--sparse/--dense", default=None,
               help="Store LIBSVM input as CSR blocks or densely (default: by density).")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float64",
-              show_default=True)
+@click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
+              help="Stored dtype (default: a .npy file's float32 stays float32, everything "
+                   "else is float64).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
 def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk_rows, sparse,
            dtype, overwrite):
@@ -65,29 +69,6 @@ def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk
     )
 
 
-def _dataset_description(path: Path, attrs: dict) -> dict:
-    """The summary of a dataset store, shaped like :meth:`FeatureSet.describe`'s.
-
-    The keys a ``Dataset.describe()`` in :mod:`dkrp.io` would return; ``info`` takes
-    it from there once the dataset store has one.
-    """
-    return {
-        "format": "dataset",
-        "path": str(path),
-        "shape": (attrs.get("n_samples"), attrs.get("n_features")),
-        "dtype": attrs.get("dtype"),
-        "storage": attrs.get("storage"),
-        "chunk_rows": attrs.get("chunk_rows"),
-        "complete": attrs.get("complete") is True,
-        "has_labels": attrs.get("has_labels"),
-        "label_dtype": attrs.get("label_dtype"),
-        "source": attrs.get("source"),
-        "source_format": attrs.get("source_format"),
-        "source_sha256": attrs.get("source_sha256"),
-        "ingest": attrs.get("ingest"),
-    }
-
-
 def _describe_lines(d: dict):
     """The lines ``dkrp info`` prints for a store's ``describe()`` summary."""
     complete = "complete" if d["complete"] else "INCOMPLETE"
@@ -111,22 +92,18 @@ def _describe_lines(d: dict):
 
 
 def _info_lines(path: Path):
+    from ..stores import describe_store
+
+    with _as_click_errors():
+        summary = describe_store(path)
+    if summary is not None:
+        yield from _describe_lines(summary)
+        return
     import zarr
 
-    if not (path / "zarr.json").is_file():
-        raise click.ClickException(f"{path} is not a Zarr store (no zarr.json).")
     attrs = dict(zarr.open_group(str(path), mode="r").attrs)
-    kind = attrs.get("dkrp_format")
-    if kind == "features":
-        from ..feature_store import open_features
-
-        with _as_click_errors():
-            yield from _describe_lines(open_features(path, allow_incomplete=True).describe())
-    elif kind == "dataset":
-        yield from _describe_lines(_dataset_description(path, attrs))
-    else:
-        yield f"Zarr group {path} (not made by dkrp)"
-        yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
+    yield f"Zarr group {path} (not made by dkrp)"
+    yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
 
 
 @main.command(short_help="Describe a dataset or feature store.")

@@ -118,31 +118,35 @@ class Dataset:
         return self.attrs.get("storage") == "csr"
 
     def describe(self) -> dict:
-        """The summary that ``dkrp info`` prints for this store.
+        """The summary that ``dkrp info`` prints for this store (see :func:`describe_dataset`)."""
+        return describe_dataset(self.path, self.attrs)
 
-        Returns
-        -------
-        dict
-            ``format`` (``"dataset"``), ``path``, ``shape``, ``dtype``, ``storage``,
-            ``chunk_rows``, ``complete``, ``has_labels``, ``label_dtype``, ``source``,
-            ``source_format``, ``source_sha256`` and ``ingest`` (the parameters as asked).
-        """
-        a = self.attrs
-        return {
-            "format": DATASET_FORMAT,
-            "path": str(self.path),
-            "shape": (a.get("n_samples"), a.get("n_features")),
-            "dtype": a.get("dtype"),
-            "storage": a.get("storage"),
-            "chunk_rows": a.get("chunk_rows"),
-            "complete": a.get("complete") is True,
-            "has_labels": a.get("has_labels"),
-            "label_dtype": a.get("label_dtype"),
-            "source": a.get("source"),
-            "source_format": a.get("source_format"),
-            "source_sha256": a.get("source_sha256"),
-            "ingest": a.get("ingest"),
-        }
+
+def describe_dataset(path, attrs) -> dict:
+    """Summarise a dataset store from its path and group attributes (reads no data).
+
+    Returns
+    -------
+    dict
+        ``format`` (``"dataset"``), ``path``, ``shape``, ``dtype``, ``storage``,
+        ``chunk_rows``, ``complete``, ``has_labels``, ``label_dtype``, ``source``,
+        ``source_format``, ``source_sha256`` and ``ingest`` (the parameters as asked).
+    """
+    return {
+        "format": DATASET_FORMAT,
+        "path": str(path),
+        "shape": (attrs.get("n_samples"), attrs.get("n_features")),
+        "dtype": attrs.get("dtype"),
+        "storage": attrs.get("storage"),
+        "chunk_rows": attrs.get("chunk_rows"),
+        "complete": attrs.get("complete") is True,
+        "has_labels": attrs.get("has_labels"),
+        "label_dtype": attrs.get("label_dtype"),
+        "source": attrs.get("source"),
+        "source_format": attrs.get("source_format"),
+        "source_sha256": attrs.get("source_sha256"),
+        "ingest": attrs.get("ingest"),
+    }
 
 
 def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:

@@ -89,7 +89,8 @@ _INGESTERS = {
     ),
     "idx": _Ingester(_ingest_idx, {".idx"}, ("labels",), compressible=True),
 }
-_FORMATS = tuple(_INGESTERS)
+#: The input formats ``ingest`` reads (``--format`` on the command line).
+INPUT_FORMATS = _FORMATS = tuple(_INGESTERS)
 # MNIST's names: train-images-idx3-ubyte, t10k-labels-idx1-ubyte (their suffix is not ".idx")
 _IDX_NAME = re.compile(r"idx\d-ubyte$")
 
