@@ -55,6 +55,7 @@ _FILES: dict[str, dict[str, tuple[str, ...]]] = {
     "covtype": {"train": ("covtype/kaggle_forest_cover_train.csv",)},
     "w8a": {"train": ("w8a/w8a.bz2",)},
     "a9a": {"train": ("a9a/a9a.bz2",), "test": ("a9a/a9a.t.bz2",)},
+    "usps": {"train": ("usps/usps.h5",), "test": ("usps/usps.h5",)},
 }
 _SCALES = ("[-1,1)", "[-1,1]", "[0,1]", None)
 
@@ -176,6 +177,36 @@ def load_mnist(kind: str = "train", scale: str | None = "[-1,1)"):
         A file is missing; the message names it and its directory.
     """
     return _load_idx_pair("mnist", kind, scale)
+
+
+def load_usps(kind: str = "train"):
+    """USPS handwritten digits (7,291 train / 2,007 test, 16×16 grey levels in [0, 1]).
+
+    Read from ``usps/usps.h5`` (groups ``train`` and ``test`` with ``data`` and
+    ``target``), the file SRF's review (Table 1) uses; reading it needs ``h5py``
+    (``pip install dkrp[data]``).
+
+    Parameters
+    ----------
+    kind : {"train", "test"}, default="train"
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 256), float64
+    y : ndarray of shape (n_samples,), int64
+        Digits 0..9.
+    """
+    (path,) = _require("usps", kind)
+    try:
+        import h5py
+    except ImportError as exc:  # pragma: no cover - h5py ships with the test extra
+        raise ImportError("Reading USPS (HDF5) needs h5py: pip install dkrp[data]") from exc
+    with h5py.File(path, "r") as f:
+        X = np.asarray(f[f"{kind}/data"][:], dtype=np.float64)
+        y = np.asarray(f[f"{kind}/target"][:], dtype=np.int64)
+    if X.shape != (len(y), 256):
+        raise ValueError(f"{path}: {kind}/data has shape {X.shape}, expected ({len(y)}, 256).")
+    return X, y
 
 
 def load_fashion_mnist(kind: str = "train", scale: str | None = "[-1,1)"):

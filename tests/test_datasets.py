@@ -146,3 +146,16 @@ def test_bad_arguments():
         load_mnist("test", scale="[0,255]")
     with pytest.raises(ValueError, match="kind must be"):
         load_mnist("valid")
+
+
+def test_load_usps_has_the_classic_split():
+    from conftest import real_data_root
+
+    real_data_root()  # skips, saying why, without the shared data
+    from dkrp.datasets import load_usps
+
+    X, y = load_usps("train")
+    Xt, yt = load_usps("test")
+    assert X.shape == (7291, 256) and Xt.shape == (2007, 256)
+    assert 0.0 <= X.min() and X.max() <= 1.0
+    assert set(np.unique(y)) == set(range(10)) and len(yt) == 2007

@@ -23,19 +23,16 @@ from pathlib import Path
 import numpy as np
 
 import dkrp
-from dkrp.datasets import data_dir
+from dkrp.datasets import load_usps as load_usps_split
 from dkrp.features import _srf_fit
 
 OUT = Path(__file__).resolve().parents[2] / "results" / "srf"
 
 
 def load_usps():
-    import h5py
-
-    path = data_dir() / "usps" / "usps.h5"
-    with h5py.File(path, "r") as f:
-        return (f["train/data"][:].astype(np.float64), f["train/target"][:],
-                f["test/data"][:].astype(np.float64), f["test/target"][:])
+    X_train, y_train = load_usps_split("train")
+    X_test, y_test = load_usps_split("test")
+    return X_train, y_train, X_test, y_test
 
 
 def normalise(X):
