@@ -74,7 +74,7 @@ def _per_chunk(est, X):
 
 def test_like_featurizes_test_data_with_the_map_fitted_on_train(data, scheduler_address,
                                                                 tmp_path):
-    (train, X, _), (test, Xt, _) = data["train"], data["test"]
+    (train, _, _), (test, Xt, _) = data["train"], data["test"]
     cluster = ["--scheduler", scheduler_address]
     r = _run("featurize", train, tmp_path / "train-f.zarr", "--method", "nystroem",
              "--kernel", "gaussian", "--gamma", "1e-4", "--n-components", 30, "--seed", 3,
@@ -155,7 +155,7 @@ def test_info_spec_exports_the_map_and_spec_applies_it(data, scheduler_address, 
 
 
 def test_featurize_to_store_never_refits_a_fitted_projector(data, tmp_path):
-    (_, X, _), (test, Xt, _) = data["train"], data["test"]
+    (_, X, _), (test, _, _) = data["train"], data["test"]
     est = dkrp.Nystroem(kernel="gaussian", gamma=1e-4, n_components=25, random_state=0).fit(X)
     landmarks, checksum = est.landmarks_.copy(), est.spec_checksum_
     result = dkrp.featurize_to_store(test, tmp_path / "t.zarr", est, progress=False)

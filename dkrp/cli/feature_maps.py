@@ -245,7 +245,7 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
             if not quiet:
                 from ..preprocessing import describe
 
-                click.echo(f"using the map fitted for {fitted_from}: "
+                click.echo(f"using the fitted map of {fitted_from}: "
                            f"{type(projector).__name__}, checksum "
                            f"{projector.spec_checksum_[:12]}, scaling "
                            f"{describe(getattr(projector, 'preprocessing_', None))} "
