@@ -12,6 +12,7 @@ from .asymmetric import AsymmetricSketchClassifier  # noqa: E402
 from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
 from .baselines import KulisGraumanRP, Nystroem, PCAProjector  # noqa: E402
 from .ensemble import RandomFeatureVotingClassifier  # noqa: E402
+from .feature_store import read_features  # noqa: E402
 from .features import (  # noqa: E402
     ExplicitPolynomialProjection,
     IndependentPolynomialProjection,
@@ -40,6 +41,7 @@ __all__ = [
     "SphericalRandomFeatures",
     "TensorSketch",
     "featurize_to_store",
+    "read_features",
     "SpecError",
     "from_spec",
     "load",

@@ -85,8 +85,15 @@ def decode_array(text: str) -> np.ndarray:
 
 
 def state_checksum(est) -> str:
-    """SHA-256 of the projector's state arrays, in declaration order."""
-    return array_checksum(*est._state_arrays().values())
+    """SHA-256 of the projector's state arrays, in declaration order, and of its scaling.
+
+    A projector without ``preprocessing_`` (every spec written before scaling existed)
+    keeps the checksum of its state arrays alone.
+    """
+    from .preprocessing import checksum
+
+    base = array_checksum(*est._state_arrays().values())
+    return checksum(base, getattr(est, "preprocessing_", None))
 
 
 def to_spec(est) -> dict:
@@ -100,7 +107,7 @@ def to_spec(est) -> dict:
         "params": params,
         "n_features_in": int(est.n_features_in_),
         "seed": int(est.seed_),
-        "fitted": est._fitted_extras(),
+        "fitted": _fitted(est),
         "arrays": None,
         "checksum": est.spec_checksum_,
         "versions": {"dkrp": _dkrp_version(), "numpy": np.__version__},
@@ -109,6 +116,15 @@ def to_spec(est) -> dict:
         spec["arrays"] = {k: encode_array(v) for k, v in est._state_arrays().items()}
     json.dumps(spec)  # fail here, not on a worker, if something is not JSON-able
     return spec
+
+
+def _fitted(est) -> dict:
+    """The spec's fitted values: the class's, plus ``preprocessing`` when it scales rows."""
+    fitted = est._fitted_extras()
+    prep = getattr(est, "preprocessing_", None)
+    if prep:
+        fitted["preprocessing"] = prep
+    return fitted
 
 
 def spec_json(est) -> str:
@@ -180,7 +196,8 @@ def rebuild(spec, *, verify=True):
     est.n_features_in_ = n_features
     est._resolve_params(n_features)
     est.seed_ = seed
-    fitted = spec.get("fitted") or {}
+    fitted = dict(spec.get("fitted") or {})
+    prep = fitted.pop("preprocessing", None)
     for key, value in est._fitted_values_from_params().items():
         if key in fitted and fitted[key] != value:
             raise SpecError(
@@ -197,6 +214,13 @@ def rebuild(spec, *, verify=True):
         est._set_state_arrays({k: decode_array(v) for k, v in arrays.items()})
     else:
         est._fit_state(None, n_features)
+    if prep is not None:
+        from .preprocessing import check_preprocessing
+
+        try:
+            est.preprocessing_ = check_preprocessing(prep, n_features)
+        except ValueError as exc:
+            raise SpecError(f"Malformed {name} spec: {exc}") from exc
     checksum = state_checksum(est)
     est.spec_checksum_ = checksum
     if verify and checksum != spec.get("checksum"):

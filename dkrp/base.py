@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _blockwise, _spec
+from . import _blockwise, _spec, preprocessing
 from ._random import resolve_seed
 from ._spec import SpecError, from_spec, load, registered_projectors
 from ._validation import FLOAT_DTYPES, check_finite_rows, check_integer, is_dask_collection
@@ -186,6 +186,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def _fit_validated(self, X, n_features):
         for name in self.fitted_values:  # a value from an earlier fit must not win
             self.__dict__.pop(name, None)
+        self.__dict__.pop("preprocessing_", None)  # so must an earlier fit's scaling
         self._cache = {}
         self._resolve_params(n_features)
         self.seed_ = resolve_seed(self.random_state)
@@ -221,7 +222,25 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             return np.empty((0, self._n_features_out), dtype=dtype)
         if sp.issparse(X) and X.format != "csr":
             X = X.tocsr()
+        prep = getattr(self, "preprocessing_", None)
+        if prep:
+            X = preprocessing.preprocess(X, prep, cast=self._cast_preprocessing)
         return self._transform_array(X)
+
+    def _set_preprocessing(self, prep):
+        """Scale every row with ``prep`` before the map (see :mod:`dkrp.preprocessing`).
+
+        Set by :func:`dkrp.preprocessing.fit_scaled` after a fit, and by a rebuild from a
+        spec that carries it; the spec checksum covers it.
+        """
+        check_is_fitted(self, "spec_checksum_")
+        self.preprocessing_ = preprocessing.check_preprocessing(prep, self.n_features_in_)
+        self._cache = {k: v for k, v in self.__dict__.get("_cache", {}).items()
+                       if not k[0].startswith("preprocessing.")}
+        self.spec_checksum_ = _spec.state_checksum(self)
+
+    def _cast_preprocessing(self, name, values, dtype):
+        return self._cast("preprocessing." + name, values, dtype)
 
     def _cached(self, name, dtype, build):
         """``build(dtype)``, computed once per fitted state and dtype.

@@ -68,6 +68,12 @@ def open_input(path):
     ValueError
         ``path`` is a file of another format (the message says how to ingest it).
     """
+    X, provenance, _ = _open(path)
+    return X, provenance
+
+
+def _open(path):
+    """:func:`open_input` plus the labels of a dataset store (None without labels)."""
     from . import io
 
     path = Path(path)
@@ -75,14 +81,14 @@ def open_input(path):
         raise FileNotFoundError(f"Input {path} does not exist.")
     if path.is_dir():
         ds = io.open_dataset(path)
-        return ds.X, {"path": str(ds.path), **ds.attrs}
+        return ds.X, {"path": str(ds.path), **ds.attrs}, ds.y
     suffix = path.suffix.lower()
     if suffix == ".npy":
         return io.from_npy(path), {"path": str(path.absolute()),
-                                   "sha256": io.file_sha256(path)}
+                                   "sha256": io.file_sha256(path)}, None
     if suffix in (".parquet", ".pq"):
         return io.from_parquet(path), {"path": str(path.absolute()),
-                                       "sha256": io.file_sha256(path)}
+                                       "sha256": io.file_sha256(path)}, None
     raise ValueError(
         f"{path} is not a dataset store, .npy or Parquet file. Convert it first: "
         f"dkrp ingest {path} {path.with_suffix('.zarr').name}"
@@ -105,16 +111,20 @@ def featurize_to_store(
     on_fit=None,
     chunk_rows=None,
     dry_run=False,
+    standardize=False,
+    scale_rows=None,
+    labels=None,
 ) -> FeaturizeResult:
     """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
 
-    Steps: open the input (:func:`open_input`); fit ``projector`` on it unless it
-    is fitted (data-dependent maps make their one pass over the input, on the
-    cluster); plan the run once (:func:`dkrp.feature_store.plan_features`: a store
-    made by another run is refused here, before any cluster is started, and a
-    finished store ends the job); check that every worker regenerates the
-    projector (:func:`dkrp.parallel.check_workers`); write the missing chunks
-    (:func:`dkrp.feature_store.write_plan`).
+    Steps: open the input (:func:`open_input`); fit ``projector`` on it unless it is
+    fitted (data-dependent maps make their one pass over the input, on the cluster; a
+    fitted projector, e.g. ``dkrp.from_spec`` of a training store's spec, is never
+    refitted: that is how a test set gets the training map); plan the run once
+    (:func:`dkrp.feature_store.plan_features`: a store made by another run is refused
+    here, before any cluster is started, and a finished store ends the job); check that
+    every worker regenerates the projector (:func:`dkrp.parallel.check_workers`); write
+    the missing chunks (:func:`dkrp.feature_store.write_plan`).
 
     Parameters
     ----------
@@ -124,7 +134,8 @@ def featurize_to_store(
     dest : str or os.PathLike
         The feature store directory (visible to every worker).
     projector : BaseProjector
-        Fitted, or to be fitted on ``source`` here (in place).
+        Fitted (used as it is, never refitted), or to be fitted on ``source`` here
+        (in place).
     client : distributed.Client or callable, optional
         The cluster. A zero-argument callable returning a client is called only
         when the job needs the cluster (a data-dependent fit, or chunks to write),
@@ -152,7 +163,8 @@ def featurize_to_store(
         Called as ``on_plan(plan)`` with the plan before anything is written.
     on_fit : callable, optional
         Called as ``on_fit(projector, None)`` before the pass over the input that
-        fits a data-dependent projector, and ``on_fit(projector, seconds)`` after it.
+        fits a data-dependent projector (or learns the ``standardize`` statistics), and
+        ``on_fit(projector, seconds)`` after it.
     chunk_rows : int, optional
         Rows per output chunk (and task) of a new store. Default: the input's row
         chunks when their output is at most 64 MiB, else the most whole 2048-row blocks
@@ -161,6 +173,19 @@ def featurize_to_store(
     dry_run : bool, default=False
         Size the job and return without fitting, starting a cluster or writing:
         ``summary`` is :func:`size_job`'s and ``action`` is ``"dry-run"``.
+    standardize : bool, default=False
+        Scale each column to zero mean and unit variance, the statistics learnt on
+        ``source`` in the fit pass and stored in the spec (see
+        :mod:`dkrp.preprocessing`), so that ``dkrp.from_spec`` of this store's spec
+        scales other data (a test set) the same way. Only for a projector fitted here;
+        a fitted projector brings its own scaling.
+    scale_rows : {None, "unit"}
+        Divide each row (after ``standardize``) by its Euclidean norm; as
+        ``standardize``, carried in the spec.
+    labels : array-like of shape (n_samples,), optional
+        Labels stored beside the features (array ``y`` of the store, read back by
+        :func:`dkrp.read_features`). Default: those of a dataset store ``source``,
+        if it has any.
 
     Returns
     -------
@@ -197,16 +222,30 @@ def featurize_to_store(
     from .feature_store import plan_features, write_plan
     from .feature_store.plan import check_output_path
     from .parallel import check_workers
+    from .preprocessing import check_options, describe, fit_scaled
 
     retries = check_integer("retries", retries, minimum=0)
+    standardize, scale_rows = check_options(standardize, scale_rows)
+    fitted = hasattr(projector, "spec_checksum_")
+    if fitted and (standardize or scale_rows is not None):
+        asked = {"standardize": {}} if standardize else {}
+        asked.update({"scale_rows": scale_rows} if scale_rows is not None else {})
+        carried = getattr(projector, "preprocessing_", None)
+        if describe(asked) != describe(carried):
+            raise ValueError(
+                f"The projector is fitted (scaling: {describe(carried)}) and is used as it "
+                f"is, never refitted; standardize/scale_rows ({describe(asked)}) apply only "
+                "to a projector fitted here. Drop them: a fitted map brings its own scaling."
+            )
     if isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
         # before the input is opened or anything is fitted: never write over the input
         check_output_path(dest, input_path=source)
     if isinstance(source, da.Array):
         X = source
     elif isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
-        X, opened = open_input(source)
+        X, opened, y = _open(source)
         provenance = opened if provenance is None else provenance
+        labels = y if labels is None else labels
     else:
         raise TypeError(
             f"source must be a dataset store, .npy or Parquet path, or a dask array; got "
@@ -225,23 +264,23 @@ def featurize_to_store(
         return FeaturizeResult(size, projector, "dry-run")
     _check_disk(size, dest)
 
-    if not hasattr(projector, "spec_checksum_"):  # not fitted
-        if getattr(projector, "data_dependent", False):
+    if not fitted:
+        if getattr(projector, "data_dependent", False) or standardize:
             current = get_client()  # the pass over the input runs on the cluster
             if on_fit is not None:
                 on_fit(projector, None)
             t0 = time.perf_counter()
             with _as_current(current):
-                projector.fit(X)
+                fit_scaled(projector, X, standardize=standardize, scale_rows=scale_rows)
             if on_fit is not None:
                 on_fit(projector, time.perf_counter() - t0)
         else:  # the number of features (and one pass for gamma="scale")
             with _as_current(cluster["client"]):
-                projector.fit(X)
+                fit_scaled(projector, X, scale_rows=scale_rows)
 
     def make_plan(rows):
         return plan_features(X, projector, dest, overwrite=overwrite, dtype=dtype,
-                             source=provenance, chunk_rows=rows)
+                             source=provenance, chunk_rows=rows, labels=labels)
 
     plan = make_plan(chunk_rows)
     current = None

@@ -22,6 +22,8 @@ class MethodInfo:
     #: What a data-dependent method's one fitting pass gathers, formatted with the
     #: projector's parameters
     fit_pass: str = ""
+    #: The input scaling the map expects (``dkrp methods`` prints it)
+    scaling: str = ""
 
     def load(self):
         module, name = self.target.split(":")
@@ -38,55 +40,73 @@ class MethodInfo:
         return bool(self.load().data_dependent)
 
 
+#: The scaling of polynomial and dot-product kernels: their value grows as ||x||^(2g)
+_BOUNDED = ("bounded features, e.g. in [-1, 1] (pixels: x/127.5 - 1), or --scale-rows unit: "
+            "the kernel grows as ||x||^(2 degree), so raw 0..255 pixels give huge features")
+_BY_KERNEL = ("as its --kernel: polynomial kernels want bounded features (or --scale-rows "
+              "unit), gaussian/laplacian want --standardize")
+
 METHODS = {
     "krp": MethodInfo(
         "dkrp.features.polynomial:PolynomialRandomProjection",
         "Kernelized Random Projection, homogeneous polynomial kernel (López-Sánchez 2018)",
+        scaling=_BOUNDED,
     ),
     "explicit": MethodInfo(
         "dkrp.features.polynomial:ExplicitPolynomialProjection",
         "explicit φ(x) + random projection (reference; O(d^g) per row)",
+        scaling=_BOUNDED,
     ),
     "rff": MethodInfo(
         "dkrp.features.fourier:RandomFourierFeatures",
         "random Fourier features, Gaussian or Laplacian kernel (Rahimi & Recht 2007)",
+        scaling="--standardize (gamma then counts in standard deviations; or --gamma scale)",
     ),
     "nystroem": MethodInfo(
         "dkrp.baselines.nystroem:Nystroem",
         "Nyström with uniformly sampled landmarks (Williams & Seeger 2001)",
         fit_pass="{n_components} landmark rows, drawn uniformly without replacement by the seed",
+        scaling=_BY_KERNEL,
     ),
     "kg-rp": MethodInfo(
         "dkrp.baselines.kulis_grauman:KulisGraumanRP",
         "Kulis–Grauman kernelized random projection with sampled landmarks",
         aliases={"n_hyperplanes": "n_landmarks"},
         fit_pass="{n_landmarks} landmark rows, drawn uniformly without replacement by the seed",
+        scaling=_BY_KERNEL,
     ),
     "prp": MethodInfo(
         "dkrp.features.independent:IndependentPolynomialProjection",
         "P-RP-style projection with fresh hyperplanes per product term",
+        scaling=_BOUNDED,
     ),
     "maclaurin": MethodInfo(
         "dkrp.features.maclaurin:RandomMaclaurin",
         "Random Maclaurin features for dot-product kernels (Kar & Karnick 2012)",
+        scaling=_BOUNDED,
     ),
     "tensorsketch": MethodInfo(
         "dkrp.features.tensorsketch:TensorSketch",
         "TensorSketch for polynomial kernels (Pham & Pagh 2013)",
+        scaling=_BOUNDED,
     ),
     "srf": MethodInfo(
         "dkrp.features.spherical:SphericalRandomFeatures",
         "Spherical Random Features, polynomial kernel on the unit sphere (Pennington 2015)",
+        scaling="none needed: the map normalises each row to the unit sphere itself; --standardize "
+                "first when columns have different units",
     ),
     "spe": MethodInfo(
         "dkrp.features.sign_product:SignProductEmbedding",
         "Sign Product Embedding: quadratic ROP sketches B(x) and 1-bit sign(B(x)) "
         "(Delogne & Jacques)",
+        scaling=_BOUNDED,
     ),
     "pca": MethodInfo(
         "dkrp.baselines.pca:PCAProjector",
         "PCA (covariance eigendecomposition) for the PCA-then-kernel-SVM comparison",
         fit_pass="column sums and X^T X",
+        scaling="--standardize when columns have different units (PCA of correlations)",
     ),
 }
 

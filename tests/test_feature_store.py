@@ -151,6 +151,7 @@ def test_describe_summarises_complete_and_incomplete_stores(tmp_path, data):
         "params": spec["params"], "checksum": krp.spec_checksum_,
         "input": zarr.open_group(str(out), mode="r").attrs["input"],
         "manifest": zarr.open_group(str(out), mode="r").attrs["manifest"],
+        "has_labels": False, "preprocessing": "none",
     }
     # an interrupted run: the summary counts the chunks still missing
     zarr.open_array(str(out / "done"), mode="r+")[3] = 0

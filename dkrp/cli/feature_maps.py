@@ -15,6 +15,7 @@ from .._validation import FLOAT_DTYPES
 from ..features._pools import INDEX_DESIGNS, POOLS
 from ..features._samplers import DISTRIBUTIONS
 from ..methods import method_names
+from ..preprocessing import SCALE_ROWS
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
 
@@ -50,6 +51,21 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="Random seed; the same seed gives the same features on any cluster.")
 @click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
               help="Output dtype (default: float32 for float32 input, else float64).")
+@click.option("--standardize", is_flag=True,
+              help="Scale each input column to mean 0, variance 1 before the map; the "
+                   "statistics are learnt on IN (one pass) and stored in the spec, so --like "
+                   "scales test data with them. See `dkrp methods` for which maps want it.")
+@click.option("--scale-rows", type=click.Choice(SCALE_ROWS),
+              help="Divide each row (after --standardize) by its Euclidean norm before the "
+                   "map; stored in the spec like --standardize.")
+@click.option("--like", "like", metavar="FEATURES.zarr",
+              type=click.Path(exists=True, file_okay=False),
+              help="Apply the fitted map (and scaling) of this feature store, e.g. the "
+                   "training features, to IN: nothing is refitted. Takes no method options.")
+@click.option("--spec", "spec_path", metavar="SPEC.json",
+              type=click.Path(exists=True, dir_okay=False),
+              help="Apply the fitted map saved in SPEC.json (est.save(...), or "
+                   "`dkrp info --spec STORE > SPEC.json`). Takes no method options.")
 @_cluster_options
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
               help="Run a partition's task up to N more times when it raises (e.g. a "
@@ -69,8 +85,8 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
               distribution, density, pool, index_design, kernel, gamma, scale, seed, dtype,
-              scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite, chunk_rows,
-              dry_run, quiet):
+              standardize, scale_rows, like, spec_path, scheduler, scheduler_file, n_workers,
+              memory_limit, retries, overwrite, chunk_rows, dry_run, quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
     Only the method's seed and parameters (a JSON spec of a few KB) go to the
@@ -81,16 +97,28 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     --overwrite. Data-dependent methods (nystroem, kg-rp, pca) first make exactly
     one pass over IN to fit. `dkrp methods` lists the methods and their options.
 
+    To featurize a test set with the map fitted on the training set (same landmarks,
+    same scaling), pass --like TRAIN-FEATURES.zarr (or --spec SPEC.json) instead of
+    the method options. The labels of IN, if any, are copied into OUT.zarr
+    (dkrp.read_features reads both).
+
     \b
     Examples:
       dkrp featurize covtype.zarr krp.zarr --degree 2 --n-components 2000 --seed 0
       dkrp featurize mnist.zarr sorf.zarr --pool structured --n-hyperplanes 1024 --n-terms 30
       dkrp featurize x.npy rff.zarr --method rff --gamma scale --dtype float32
       dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
+      dkrp featurize mnist-test.zarr nys-test.zarr --like nys.zarr
+      dkrp featurize covtype.zarr rff.zarr --method rff --gamma 0.05 --standardize
       dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
     """
     from ..methods import fit_pass_message
 
+    fitted_from = like or spec_path
+    if like and spec_path:
+        raise click.UsageError("Pass --like or --spec, not both.")
+    if fitted_from:
+        _refuse_method_options(click.get_current_context(), "--like" if like else "--spec")
     density = _parse_float_or("--density", density, "auto")
     gamma = _parse_float_or("--gamma", gamma, "scale")
 
@@ -98,9 +126,15 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         if quiet:
             return
         if seconds is None:
-            click.echo(f"fit: {fit_pass_message(method, projector)}...", err=True)
+            what = [fit_pass_message(method, projector)] if projector.data_dependent else []
+            if standardize:
+                what.append("--standardize: learning each column's mean and standard "
+                            "deviation in one pass")
+            click.echo(f"fit: {'; '.join(what)} on {input_path}...", err=True)
         else:
-            click.echo(f"fit: done in {seconds:.1f} s", err=True)
+            click.echo(f"fit: done in {seconds:.1f} s; the map is fitted on {input_path}. "
+                       f"Apply it to other data (e.g. a test set) with: dkrp featurize "
+                       f"TEST.zarr TEST-OUT.zarr --like {output}", err=True)
 
     planned = {}
     try:
@@ -108,9 +142,11 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                        n_hyperplanes=n_hyperplanes, n_terms=n_terms, distribution=distribution,
                        density=density, pool=pool, index_design=index_design, kernel=kernel,
                        gamma=gamma, scale=scale, random_state=seed)
+        scaling = dict(standardize=standardize, scale_rows=scale_rows)
         summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
                                  scheduler_file, n_workers, memory_limit, retries, overwrite,
-                                 quiet, on_fit, planned, chunk_rows, dry_run)
+                                 quiet, on_fit, planned, chunk_rows, dry_run, fitted_from,
+                                 scaling)
     except KeyboardInterrupt:
         _interrupted(planned)
     if dry_run:
@@ -129,6 +165,26 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
         f"{summary['path']}"
     )
+
+
+#: featurize's parameters that choose or fit a map: refused beside --like/--spec
+_METHOD_PARAMS = ("method", "degree", "n_components", "n_hyperplanes", "n_terms",
+                  "distribution", "density", "pool", "index_design", "kernel", "gamma", "scale",
+                  "seed", "standardize", "scale_rows")
+
+
+def _refuse_method_options(ctx, flag):
+    """A map taken from a store or spec file comes whole: refuse options that would change it."""
+    from click.core import ParameterSource
+
+    given = [p for p in ctx.command.params
+             if p.name in _METHOD_PARAMS
+             and ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)]
+    if given:
+        names = ", ".join(p.opts[0] for p in given)
+        raise click.UsageError(
+            f"{flag} applies a map that is already fitted, with its own method, parameters, "
+            f"seed and scaling; drop {names}.")
 
 
 def _interrupted(planned):
@@ -153,14 +209,49 @@ def _interrupted(planned):
     sys.exit(130)
 
 
+def _fitted_projector(path):
+    """The fitted projector of a feature store (``--like``) or a saved spec (``--spec``)."""
+    from pathlib import Path
+
+    from .._spec import load
+    from ..base import BaseProjector
+    from ..feature_store.format import FEATURES_FORMAT, _read_attrs
+
+    path = Path(path)
+    if path.is_dir():
+        attrs = _read_attrs(path)
+        if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
+            raise ValueError(f"--like {path}: not a dkrp feature store (give the features "
+                             "made from the training set, not a dataset store).")
+        from .._spec import from_spec
+
+        return from_spec(attrs["spec"])
+    projector = load(path)
+    if not isinstance(projector, BaseProjector):
+        raise ValueError(f"--spec {path}: holds a {type(projector).__name__}, not a "
+                         "projector spec.")
+    return projector
+
+
 def _featurize_job(input_path, output, method, options, dtype, scheduler, scheduler_file,
                    n_workers, memory_limit, retries, overwrite, quiet, on_fit, planned,
-                   chunk_rows, dry_run):
+                   chunk_rows, dry_run, fitted_from=None, scaling=None):
     from ..jobs import featurize_to_store
     from ..methods import make_projector
 
     with _as_click_errors(), contextlib.ExitStack() as stack:
-        projector = make_projector(method, **options)
+        if fitted_from:
+            projector, scaling = _fitted_projector(fitted_from), {}
+            if not quiet:
+                from ..preprocessing import describe
+
+                click.echo(f"using the fitted map of {fitted_from}: "
+                           f"{type(projector).__name__}, checksum "
+                           f"{projector.spec_checksum_[:12]}, scaling "
+                           f"{describe(getattr(projector, 'preprocessing_', None))} "
+                           "(nothing is refitted)", err=True)
+        else:
+            projector = make_projector(method, **options)
         # the cluster starts only when there is work for it: a mismatched store is
         # refused, and a finished one confirmed, without one
         summary, _, _ = featurize_to_store(
@@ -169,7 +260,7 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
                 _client(scheduler, scheduler_file, n_workers, memory_limit)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
-            chunk_rows=chunk_rows, dry_run=dry_run,
+            chunk_rows=chunk_rows, dry_run=dry_run, **(scaling or {}),
         )
     return summary
 
@@ -215,6 +306,8 @@ def methods():
 
     Options a method does not take are refused (not silently ignored) by
     featurize. Data-dependent methods make exactly one pass over the input to fit.
+    "scaling" says what input each map expects (featurize --standardize and
+    --scale-rows unit learn and store it with the map).
 
     \b
     Example:
@@ -236,6 +329,8 @@ def methods():
             echo("data-dependent: exactly one pass over the input to fit "
                  f"({info.fit_pass.format_map(_Placeholders())})")
         echo(f"options: {' '.join(flags)}")
+        if info.scaling:
+            echo(f"scaling: {info.scaling}")
         if python_only:
             echo(f"Python API only: {', '.join(python_only)}")
 

@@ -1,6 +1,7 @@
 """The store commands: ``dkrp ingest`` (source file -> Zarr dataset store), ``dkrp info``
-(describe a dataset or feature store) and ``dkrp verify`` (check every chunk; ``--repair``
-recomputes bad feature chunks)."""
+(describe a dataset or feature store; ``--spec`` prints a feature store's fitted map),
+``dkrp verify`` (check every chunk; ``--repair`` recomputes bad feature chunks) and
+``dkrp export`` (a feature store's features and labels as .npy, Parquet or LIBSVM)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import click
 import numpy as np
 
 from .._validation import FLOAT_DTYPES
+from ..feature_store.export import EXPORT_FORMATS
 from ..io.ingestion import INPUT_FORMATS
 from ._group import _as_click_errors, _client, _cluster_options, main
 
@@ -80,6 +82,8 @@ def _describe_lines(d: dict):
         params = json.dumps(d["params"], sort_keys=True)
         yield f"  projector {d['projector']} seed {d['seed']} params {params}"
         yield f"  checksum {d['checksum']}"
+        yield (f"  scaling {d.get('preprocessing', 'none')}, labels "
+               f"{'yes (y)' if d.get('has_labels') else 'none'}")
         yield f"  input {json.dumps(d['input'], sort_keys=True)}"
         yield f"  manifest {json.dumps(d['manifest'], sort_keys=True)}"
     else:
@@ -109,15 +113,29 @@ def _info_lines(path: Path):
 @main.command(short_help="Describe a dataset or feature store.")
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the raw attributes as JSON.")
-def info(store, as_json):
+@click.option("--spec", "as_spec", is_flag=True,
+              help="Print a feature store's fitted map (its projector spec) as JSON, to save "
+                   "and apply elsewhere: dkrp featurize TEST OUT --spec SPEC.json.")
+def info(store, as_json, as_spec):
     """Describe a dataset or feature store: shape, completeness, spec, provenance.
 
     \b
     Examples:
       dkrp info covtype.zarr
       dkrp info krp.zarr --json
+      dkrp info nys.zarr --spec > nys.json
     """
     path = Path(store).absolute()
+    if as_spec:
+        from .._store import read_attrs
+
+        attrs = read_attrs(path) or {}
+        if attrs.get("dkrp_format") != "features" or "spec" not in attrs:
+            raise click.ClickException(
+                f"{path} is not a dkrp feature store: only feature stores hold a spec "
+                f"(this one is {attrs.get('dkrp_format') or 'not made by dkrp'}).")
+        click.echo(json.dumps(attrs["spec"], indent=2, sort_keys=True))
+        return
     if as_json:
         import zarr
 
@@ -186,3 +204,36 @@ def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memo
         raise click.ClickException(report["advice"] or "bad chunks found")
     if report["advice"]:
         click.echo(f"  {report['advice']}")
+
+
+@main.command(name="export", short_help="Write a feature store's features and labels as "
+                                        ".npy, Parquet or LIBSVM.")
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option("--to", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
+              help="npy: OUT holds Z exactly, labels in OUT's .y.npy; parquet: columns "
+                   "z0..z{k-1} and y; libsvm: 1-based 'label j:value' lines (exact values).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing OUT file.")
+def export(store, out, fmt, overwrite):
+    """Write the features of the feature store STORE (and its labels) to the file OUT.
+
+    For tools that read no Zarr. The store must be complete; it is read one chunk at
+    a time, every chunk checked, and OUT appears only once fully written. From
+    Python, dkrp.read_features(STORE) gives the features and labels directly.
+
+    \b
+    Examples:
+      dkrp export krp.zarr krp.npy --to npy          # krp.npy and krp.y.npy
+      dkrp export krp.zarr krp.parquet --to parquet
+      dkrp export krp.zarr krp.svm --to libsvm
+    """
+    from ..feature_store.export import export_features
+
+    with _as_click_errors():
+        result = export_features(store, fmt, out, overwrite=overwrite)
+    labels = (f", labels in {result['labels_path']}" if result["labels_path"] else
+              "" if result["has_labels"] else
+              " (no labels in the store" + (": label 0 on every line)" if fmt == "libsvm"
+                                            else ")"))
+    click.echo(f"exported {result['rows']} rows x {result['n_components']} features "
+               f"({fmt}) to {result['path']}{labels}")

@@ -29,6 +29,7 @@ from .format import (
     describe_features,
     input_fingerprint,
     open_features,
+    read_features,
 )
 from .plan import plan_features
 from .verify import verify_features, verify_store
@@ -45,6 +46,7 @@ __all__ = [
     "input_fingerprint",
     "open_features",
     "plan_features",
+    "read_features",
     "verify_features",
     "verify_store",
     "write_features",

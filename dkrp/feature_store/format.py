@@ -16,12 +16,17 @@ A Zarr v3 group::
                        fill value NaN (an unwritten chunk never reads as features)
     <path>/done        uint8, shape (n_chunks,), one chunk per element: 1 once chunk i of
                        Z is written (the per-chunk done marker)
+    <path>/y           the input's labels (int64 or float64), shape (n_samples,), chunks
+                       (chunk_rows,); only when the input had labels (attribute
+                       ``has_labels: true``). Stores written before labels were copied
+                       have neither and open as before (no labels).
 
 Group attributes: ``dkrp_format``, ``format_version``, ``complete``, ``n_samples``,
-``n_components``, ``dtype``, ``chunk_rows``, ``n_chunks``, ``spec`` (the projector's
-JSON spec), ``input`` (the input fingerprint) and ``manifest`` (dkrp, numpy, zarr and
-dask versions). They hold no timestamps or host names, so two runs of the same job
-give byte-identical stores.
+``n_components``, ``dtype``, ``chunk_rows``, ``n_chunks``, ``has_labels`` (when there
+are labels), ``spec`` (the projector's JSON spec, with any scaling learnt on the
+training input in its fitted values), ``input`` (the input fingerprint) and ``manifest``
+(dkrp, numpy, zarr and dask versions). They hold no timestamps or host names, so two
+runs of the same job give byte-identical stores.
 
 Both arrays' codecs end with zarr's ``crc32c`` codec: every chunk file carries a
 CRC-32C of its bytes, checked on every read. :func:`open_features` refuses a complete
@@ -60,6 +65,7 @@ __all__ = [
     "describe_features",
     "input_fingerprint",
     "open_features",
+    "read_features",
 ]
 
 logger = logging.getLogger(__name__)
@@ -79,11 +85,14 @@ class FeatureSet:
     attrs : dict
         The group attributes (spec, input fingerprint, manifest, completeness).
     path : pathlib.Path
+    y : dask.array.Array of shape (n_samples,) or None
+        The labels copied from the input (chunked like ``Z``), or None.
     """
 
     Z: object
     attrs: dict = field(repr=False)
     path: Path
+    y: object = field(default=None, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -128,8 +137,11 @@ def describe_features(path, attrs) -> dict:
         ``format`` (``"features"``), ``path``, ``shape`` (n_samples, n_components),
         ``dtype``, ``chunk_rows``, ``complete`` (bool), ``chunks_done``, ``n_chunks``,
         ``projector`` (the spec's class name), ``seed``, ``params``, ``checksum``,
-        ``input`` (the input fingerprint) and ``manifest`` (the versions that wrote it).
+        ``input`` (the input fingerprint), ``manifest`` (the versions that wrote it),
+        ``has_labels`` and ``preprocessing`` (the scaling the spec carries, e.g.
+        ``"standardize + unit rows"``, or ``"none"``).
     """
+    from ..preprocessing import describe
     path = Path(path)
     n_chunks = int(attrs.get("n_chunks", 0))
     spec = attrs.get("spec", {})
@@ -149,6 +161,8 @@ def describe_features(path, attrs) -> dict:
         "checksum": spec.get("checksum"),
         "input": attrs.get("input"),
         "manifest": attrs.get("manifest"),
+        "has_labels": attrs.get("has_labels") is True,
+        "preprocessing": describe((spec.get("fitted") or {}).get("preprocessing")),
     }
 
 
@@ -257,6 +271,14 @@ def _mismatches(old: dict, new: dict) -> list[str]:
         if a != b:
             name = "seed (random_state)" if key == "random_state" else key
             out.append(f"{name}: store {a!r}, this run {b!r}")
+    old_prep = (old_spec.get("fitted") or {}).get("preprocessing")
+    new_prep = (new_spec.get("fitted") or {}).get("preprocessing")
+    if old_prep != new_prep:
+        from ..preprocessing import describe
+
+        what = describe(old_prep), describe(new_prep)
+        out.append(f"scaling (--standardize/--scale-rows): store {what[0]}, this run {what[1]}"
+                   + (" (statistics of another input)" if what[0] == what[1] else ""))
     if not out and old_spec.get("checksum") != new_spec.get("checksum"):
         out.append("projector checksum (other hyperplanes from the same parameters)")
     if old_spec.get("n_features_in") != new_spec["n_features_in"]:
@@ -308,6 +330,33 @@ def _create(path: Path, attrs: dict):
         config={"write_empty_chunks": True},
     )
     return group
+
+
+def _write_labels(path: Path, labels, chunk_rows: int):
+    """Copy ``labels`` (array-like or dask array) into array ``y`` of the store at ``path``.
+
+    Labels are small (8 bytes a row): the client reads them whole and writes them with
+    the rows chunked like ``Z``. Rewriting gives the same bytes, so a resumed run
+    simply writes them again.
+    """
+    import zarr
+    from zarr.codecs import ZstdCodec
+
+    values = labels.compute() if hasattr(labels, "compute") else labels
+    values = np.asarray(values)
+    if values.dtype.kind in "biu":
+        values = values.astype(np.int64)
+    elif values.dtype.kind == "f":
+        values = values.astype(np.float64)
+    else:
+        raise ValueError(f"labels must be numeric, got dtype {values.dtype}.")
+    group = zarr.open_group(str(path), mode="r+")
+    y = group.create_array(
+        "y", shape=values.shape, chunks=(max(1, int(chunk_rows)),), dtype=values.dtype,
+        fill_value=0, compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
+        config={"write_empty_chunks": True}, overwrite=True,
+    )
+    y[:] = values
 
 
 def _done_chunks(path: Path, n_chunks: int) -> np.ndarray:
@@ -395,4 +444,55 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
         _check_complete_chunks(path, array)
     Z = read_checked(path, "Z", "features", array,
                      allow_missing=attrs.get("complete") is not True)
-    return FeatureSet(Z=Z, attrs=attrs, path=path)
+    y = None
+    if attrs.get("has_labels") is True and (path / "y" / "zarr.json").is_file():
+        labels = zarr.open_array(str(path / "y"), mode="r")
+        if attrs.get("complete") is True and not allow_incomplete:
+            from ..io.dataset_store import _check_chunks_present
+
+            _check_chunks_present(labels, path, "y", kind="features")
+        y = read_checked(path, "y", "features", labels,
+                         allow_missing=attrs.get("complete") is not True)
+    elif attrs.get("has_labels") is True and not allow_incomplete:
+        raise FeatureStoreError(f"{path} says it holds labels but has no array y: the "
+                                "store is damaged. Featurize the input again.")
+    return FeatureSet(Z=Z, attrs=attrs, path=path, y=y)
+
+
+def read_features(path):
+    """The features of a feature store and their labels: ``Z, y = dkrp.read_features(path)``.
+
+    The one reader for model training. The store must be complete (every chunk
+    written and present); chunks are checked against their checksums as they are
+    read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A feature store made by ``dkrp featurize`` (or :func:`dkrp.featurize_to_store`).
+
+    Returns
+    -------
+    Z : dask.array.Array of shape (n_samples, n_components)
+        Lazy, one block per store chunk; ``Z.compute()`` (or ``np.asarray(Z)``, as
+        scikit-learn's estimators do) reads it into memory.
+    y : numpy.ndarray of shape (n_samples,) or None
+        The labels copied from the input dataset store at featurize time (int64 for
+        integral labels, else float64), or None when the input had none.
+
+    Raises
+    ------
+    FileNotFoundError, FeatureStoreError, ChunkError
+        As :func:`open_features` (an incomplete store is refused).
+
+    Examples
+    --------
+    >>> import dkrp                                         # doctest: +SKIP
+    >>> from sklearn.svm import LinearSVC                   # doctest: +SKIP
+    >>> Z, y = dkrp.read_features("train-features.zarr")    # doctest: +SKIP
+    >>> Zt, yt = dkrp.read_features("test-features.zarr")   # doctest: +SKIP
+    >>> LinearSVC().fit(Z, y).score(Zt, yt)                 # doctest: +SKIP
+    """
+    features = open_features(path)
+    y = None if features.y is None else np.asarray(features.y.compute())
+    return features.Z, y

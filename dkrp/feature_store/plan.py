@@ -193,7 +193,8 @@ def check_output_path(out_path, *, input_path=None) -> None:
 
 
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
-                  fingerprint=None, chunk_rows=None, max_chunk_bytes=None) -> dict:
+                  fingerprint=None, chunk_rows=None, max_chunk_bytes=None,
+                  labels=None) -> dict:
     """Check a feature-store run before anything is written or any cluster is started.
 
     Validates ``X`` for ``projector`` (feature count, 2-D, numeric), refuses an output
@@ -210,6 +211,10 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     :data:`TARGET_CHUNK_BYTES`), else :func:`choose_chunk_rows` (the input is
     rechunked to match). An existing store keeps its chunk grid.
 
+    ``labels`` (array-like of ``n_samples`` values, e.g. a dataset store's ``y``) are
+    stored beside the features as array ``y`` when the plan is carried out; nothing
+    of them is read here but their shape.
+
     Returns
     -------
     dict
@@ -219,8 +224,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         store at ``path`` once complete), ``attrs`` (the attributes the store will
         have), ``X`` (validated, rows aligned with the output chunks), ``dtype``,
         ``missing`` (chunks to write), ``task_memory`` (bytes one chunk task needs,
-        :func:`task_memory`) and ``seconds`` (the time planning took, counted in the
-        run's time).
+        :func:`task_memory`), ``labels`` (as given) and ``seconds`` (the time planning
+        took, counted in the run's time).
 
     Raises
     ------
@@ -234,6 +239,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         input_path = fingerprint.get("source_path")
     check_output_path(path, input_path=input_path)
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
+    if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
+        raise ValueError(f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
+                         f"X has {X.shape[0]} rows: one label per row is needed.")
     if fingerprint is None:
         fingerprint = input_fingerprint(X, source=source)
     k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
@@ -283,9 +291,11 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         action = "noop" if finished and not replace else "resume"
     memory = task_memory(attrs["chunk_rows"], X.shape[1], X.dtype.itemsize, k, itemsize,
                          model_bytes(projector))
+    if labels is not None:
+        attrs["has_labels"] = True
     return {"action": action, "path": path, "build_path": build, "replace": replace,
             "attrs": attrs, "X": aligned, "dtype": out_dtype, "missing": missing,
-            "task_memory": memory, "seconds": time.perf_counter() - t0}
+            "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
 
 
 def model_bytes(projector) -> int:

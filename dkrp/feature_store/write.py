@@ -10,7 +10,8 @@ Protocol
    input fingerprint, dtype and shape are those of this run. A mismatch is refused
    with an error naming it (unless ``overwrite=True``); the store is not touched.
 2. A new store gets its attributes with ``complete: false``, ``Z`` and ``done``
-   before the first chunk.
+   before the first chunk, and the input's labels ``y`` (small: copied whole by
+   the client) when there are any.
 3. One task per missing chunk: featurize the row block, write it as exactly one Zarr
    chunk of ``Z`` (rows aligned with the chunk grid: no two tasks share a chunk, the
    only safe concurrent write in Zarr), then set its done marker. A task may run
@@ -43,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FeatureStoreError
-from .format import _create, _done_chunks, _written_chunks
+from .format import _create, _done_chunks, _write_labels, _written_chunks
 from .plan import plan_features
 from .tasks import _run_tasks
 
@@ -178,6 +179,9 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     else:
         _remove_partial_files(build)
         done = _written_chunks(build, n_chunks)  # a chunk file deleted since is redone
+    if plan.get("labels") is not None:
+        # before the first chunk (and on resume, if a killed run had not got to them yet)
+        _write_labels(build, plan["labels"], attrs["chunk_rows"])
 
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)
