@@ -180,7 +180,7 @@ def rebuild(spec, *, verify=True):
     est.n_features_in_ = n_features
     est._resolve_params(n_features)
     est.seed_ = seed
-    fitted = spec.get("fitted") or {}
+    fitted = {**est.legacy_fitted_values, **(spec.get("fitted") or {})}
     for key, value in est._fitted_values_from_params().items():
         if key in fitted and fitted[key] != value:
             raise SpecError(
