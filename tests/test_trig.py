@@ -112,3 +112,15 @@ def test_new_specs_record_the_compiled_cosine_and_old_specs_keep_numpys():
     spec["fitted"]["cosine_"] = "fast"
     with pytest.raises(ValueError, match="cosine_"):
         dkrp.from_spec(spec)
+
+
+def test_float32_within_2_ulp_of_numpy_and_1_ulp_of_the_rounded_exact_value():
+    x = _sample()
+    x = x[np.abs(x) < 1e30].astype(np.float32)
+    exact = _trig.cos(x.astype(np.float64)).astype(np.float32)
+    for ours, ref, exact_ in ((_trig.cos(x), np.cos(x), exact),
+                              (_trig.sin(x), np.sin(x),
+                               _trig.sin(x.astype(np.float64)).astype(np.float32))):
+        assert ours.dtype == np.float32
+        assert _ulps(ours, ref).max() <= 2
+        assert _ulps(ours, exact_).max() <= 1

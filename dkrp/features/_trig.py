@@ -32,7 +32,9 @@ measured in ``tests/test_trig.py``.
 **Determinism.** Only ``+ - *`` in round-to-nearest, no fused multiply-add (numba
 compiles without ``fastmath``, so LLVM does not contract), no library call: the
 same bits on every x86-64 or ARM machine, whatever its libm and vector width.
-float32 input is evaluated in float64 and rounded once.
+float32 input is evaluated in float64 and rounded once, with a two-part reduction
+and no tail terms (a float32 argument has 24 bits: ``(x - k P1) - k (pi/2 - P1)`` is
+accurate far below float32's ulp), which halves the work.
 
 The loops are serial and release the GIL; :mod:`dkrp._threading` runs them on row
 blocks in parallel, right after each block's GEMM (as :mod:`._gather`).
@@ -57,6 +59,7 @@ REDUCTION_LIMIT = 2.0**20
 _TOINT = 1.5 * 2.0**52
 _INVPIO2 = 6.36619772367581382433e-01
 _PIO2_1 = 1.57079632673412561417e00  # first 33 bits of pi/2
+_PIO2_1T = 6.07710050650619224932e-11  # pi/2 - pio2_1 (float32 arguments)
 _PIO2_2 = 6.07710050630396597660e-11  # second 33 bits
 _PIO2_3 = 2.02226624871116645580e-21  # third 33 bits
 _PIO2_3T = 8.47842766036889956997e-32  # pi/2 - (pio2_1 + pio2_2 + pio2_3)
@@ -146,6 +149,78 @@ def _cos(x):
     return cs * sign
 
 
+@numba.njit(**_JIT)
+def _cos_sin_f32(x):
+    """``(cos x, sin x)`` in float64 for a float32 ``x``, to be rounded to float32.
+
+    A float32 argument has 24 significant bits: the two-part reduction
+    ``(x - k P1) - k (pi/2 - P1)`` leaves an error far below float32's ulp, and the
+    polynomials need no tail term.
+    """
+    fn = (x * _INVPIO2 + _TOINT) - _TOINT
+    r = (x - fn * _PIO2_1) - fn * _PIO2_1T
+    z = r * r
+    w = z * z
+    s = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * _S4)) + z * w * (_S5 + z * _S6))
+    c = (1.0 - 0.5 * z) + w * (_C1 + z * (_C2 + z * _C3) + w * z * (_C4 + z * (_C5 + z * _C6)))
+    q = fn - 4.0 * np.floor(fn * 0.25)
+    odd = (q == 1.0) | (q == 3.0)
+    cs = s if odd else c
+    sn = c if odd else s
+    cos_sign = -1.0 if (q == 1.0) | (q == 2.0) else 1.0
+    sin_sign = -1.0 if q >= 2.0 else 1.0
+    return cs * cos_sign, sn * sin_sign
+
+
+@numba.njit(**_JIT)
+def _cos_f32(x):
+    fn = (x * _INVPIO2 + _TOINT) - _TOINT
+    r = (x - fn * _PIO2_1) - fn * _PIO2_1T
+    z = r * r
+    w = z * z
+    s = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * _S4)) + z * w * (_S5 + z * _S6))
+    c = (1.0 - 0.5 * z) + w * (_C1 + z * (_C2 + z * _C3) + w * z * (_C4 + z * (_C5 + z * _C6)))
+    q = fn - 4.0 * np.floor(fn * 0.25)
+    odd = (q == 1.0) | (q == 3.0)
+    cs = s if odd else c
+    sign = -1.0 if (q == 1.0) | (q == 2.0) else 1.0
+    return cs * sign
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_rows32(proj, offset, scale, out, out_row0):
+    n, m = proj.shape
+    bad = 0
+    for i in range(n):
+        dest = out[out_row0 + i]
+        src = proj[i]
+        for j in range(m):
+            v = src[j] + offset[j]
+            x = np.float64(v)
+            bad += 0 if abs(x) <= REDUCTION_LIMIT else 1
+            dest[j] = _cos_f32(x)
+            dest[j] *= scale
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_sin_rows32(proj, scale, out, out_row0):
+    n, m = proj.shape
+    bad = 0
+    for i in range(n):
+        dest = out[out_row0 + i]
+        src = proj[i]
+        for j in range(m):
+            x = np.float64(src[j])
+            bad += 0 if abs(x) <= REDUCTION_LIMIT else 1
+            c, s = _cos_sin_f32(x)
+            dest[j] = c
+            dest[j] *= scale
+            dest[m + j] = s
+            dest[m + j] *= scale
+    return bad
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _cos_rows(proj, offset, scale, out, out_row0):
     """``out[out_row0 + i, j] = scale * cos(proj[i, j] + offset[j])``; count out-of-range."""
@@ -190,13 +265,21 @@ def _cos_sin_1d(x, cos_out, sin_out):
         sin_out[i] = s
 
 
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_sin_1d32(x, cos_out, sin_out):
+    for i in range(x.shape[0]):
+        c, s = _cos_sin_f32(np.float64(x[i]))
+        cos_out[i] = c
+        sin_out[i] = s
+
+
 def _elementwise(x):
     x = np.asarray(x)
     dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     flat = np.ascontiguousarray(x, dtype=dtype).ravel()
     c = np.empty_like(flat)
     s = np.empty_like(flat)
-    _cos_sin_1d(flat, c, s)
+    (_cos_sin_1d32 if dtype == np.float32 else _cos_sin_1d)(flat, c, s)
     bad = ~(np.abs(flat) <= REDUCTION_LIMIT)
     if bad.any():
         c[bad] = np.cos(flat[bad])
@@ -238,7 +321,8 @@ def cos_features_block(proj, offset, scale, out, out_row0=0):
     out_row0 : int
     """
     scale = out.dtype.type(scale)
-    bad = _cos_rows(proj, offset, scale, out, np.int64(out_row0))
+    kernel = _cos_rows32 if out.dtype == np.float32 else _cos_rows
+    bad = kernel(proj, offset, scale, out, np.int64(out_row0))
     if bad:
         v = proj + offset
         mask = ~(np.abs(v) <= REDUCTION_LIMIT)
@@ -254,7 +338,8 @@ def cos_sin_features_block(proj, scale, out, out_row0=0):
     :func:`cos_features_block`.
     """
     scale = out.dtype.type(scale)
-    bad = _cos_sin_rows(proj, scale, out, np.int64(out_row0))
+    kernel = _cos_sin_rows32 if out.dtype == np.float32 else _cos_sin_rows
+    bad = kernel(proj, scale, out, np.int64(out_row0))
     if bad:
         m = proj.shape[1]
         mask = ~(np.abs(proj) <= REDUCTION_LIMIT)
