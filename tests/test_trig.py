@@ -124,3 +124,12 @@ def test_float32_within_2_ulp_of_numpy_and_1_ulp_of_the_rounded_exact_value():
         assert ours.dtype == np.float32
         assert _ulps(ours, ref).max() <= 2
         assert _ulps(ours, exact_).max() <= 1
+
+
+def test_the_argument_is_rounded_in_the_input_dtype_as_before():
+    proj = np.full((1, 16), 1e6, dtype=np.float32)  # float32 ulp 0.0625 there
+    offset = np.full(16, 0.03, dtype=np.float32)
+    out = np.empty_like(proj)
+    _trig.cos_features_block(proj, offset, 1.0, out)
+    v = proj + offset  # float32: 1e6 exactly
+    assert out[0, 0] == np.float32(np.cos(np.float64(v[0, 0])))
