@@ -196,7 +196,7 @@ def rebuild(spec, *, verify=True):
     est.n_features_in_ = n_features
     est._resolve_params(n_features)
     est.seed_ = seed
-    fitted = dict(spec.get("fitted") or {})
+    fitted = {**est.legacy_fitted_values, **(spec.get("fitted") or {})}
     prep = fitted.pop("preprocessing", None)
     for key, value in est._fitted_values_from_params().items():
         if key in fitted and fitted[key] != value:

@@ -75,6 +75,11 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     #: clears them first; a rebuild sets them before ``_fit_state``.
     fitted_values: tuple = ()
 
+    #: Fitted values that specs written before the value existed imply (a rebuild
+    #: sets them when the spec's ``fitted`` lacks them): how a new behaviour is
+    #: versioned without changing what an old spec produces (e.g. ``cosine_``).
+    legacy_fitted_values: dict = {}
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
@@ -280,7 +285,9 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def __dask_tokenize__(self):
         fitted = getattr(self, "spec_checksum_", None)
         params = json.dumps(self.get_params(deep=False), sort_keys=True, default=repr)
-        return (type(self).__name__, params, fitted)
+        extras = json.dumps({k: getattr(self, k, None) for k in self.fitted_values},
+                            sort_keys=True, default=repr)
+        return (type(self).__name__, params, fitted, extras)
 
     # -- specs ------------------------------------------------------------------
     def to_spec(self) -> dict:

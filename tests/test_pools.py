@@ -282,3 +282,20 @@ def test_mnist_distortion_of_frame_pools(mnist_test_500, pool, p, limit):
         for seed in range(5)
     ]
     assert np.mean(values) <= limit, f"{pool}: mean {np.mean(values):.4f}, per seed {values}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d, n_out, n_rows", [(1, 3, 5), (3, 4, 33), (6, 8, 40), (54, 100, 7),
+                                              (784, 1024, 70), (700, 1500, 37)])
+def test_tiled_fwht_is_bit_identical_to_the_one_row_transform(dtype, d, n_out, n_rows):
+    from dkrp.features._fwht import _sorf_project, _sorf_project_tiled
+
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((n_rows, d)).astype(dtype)
+    signs = np.ascontiguousarray(structured_signs(d, n_out, d), dtype=dtype)
+    scale = dtype(1.0 / signs.shape[2])
+    a = np.full((n_rows + 2, n_out), -7, dtype=dtype)
+    b = a.copy()
+    _sorf_project(X, signs, np.int64(n_out), scale, a, np.int64(1))
+    _sorf_project_tiled(X, signs, np.int64(n_out), scale, b, np.int64(1))
+    assert a.tobytes() == b.tobytes()

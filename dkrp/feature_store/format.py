@@ -54,7 +54,7 @@ import numpy as np
 
 from .._blockwise import spec_json
 from .._chunks import read_checked, with_checksum
-from .._spec import from_spec
+from .._spec import from_spec, registered_projectors
 from .._store import check_store, read_attrs
 from ..errors import FeatureStoreError
 
@@ -281,6 +281,15 @@ def _mismatches(old: dict, new: dict) -> list[str]:
                    + (" (statistics of another input)" if what[0] == what[1] else ""))
     if not out and old_spec.get("checksum") != new_spec.get("checksum"):
         out.append("projector checksum (other hyperplanes from the same parameters)")
+    if not out:  # a versioned behaviour (e.g. the cosine): old specs imply the legacy one
+        legacy = getattr(registered_projectors().get(new_spec["class"]),
+                         "legacy_fitted_values", {})
+        old_fitted = {**legacy, **(old_spec.get("fitted") or {})}
+        new_fitted = {**legacy, **(new_spec.get("fitted") or {})}
+        for key in sorted(legacy):
+            if old_fitted[key] != new_fitted[key]:
+                out.append(f"{key.rstrip('_')}: store {old_fitted[key]!r}, this run "
+                           f"{new_fitted[key]!r}")
     if old_spec.get("n_features_in") != new_spec["n_features_in"]:
         out.append(
             f"n_features_in: store {old_spec.get('n_features_in')}, this run "

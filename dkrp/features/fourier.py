@@ -29,11 +29,16 @@ from ._pools import (
     structured_signs,
     use_fwht,
 )
+from ._trig import cos_features_block, cos_sin_features_block
 
 __all__ = ["RandomFourierFeatures"]
 
 FEATURE_MAPS = ("cos", "cos_sin")
 ROW_BLOCK = 1024
+#: Cosine implementations: ``"dkrp"`` (compiled, :mod:`dkrp.features._trig`) for every
+#: new fit; ``"numpy"`` for specs written before it existed (dkrp <= 0.1.x), whose
+#: features must stay byte-identical. Recorded in the spec as ``fitted.cosine_``.
+COSINES = ("dkrp", "numpy")
 
 
 class RandomFourierFeatures(BaseProjector):
@@ -79,6 +84,9 @@ class RandomFourierFeatures(BaseProjector):
     random_offset_ : ndarray of shape (n_frequencies,)
         Phases :math:`b_i` (zeros for ``"cos_sin"``).
     gamma_ : float
+    cosine_ : {"dkrp", "numpy"}
+        The cosine implementation (see :data:`COSINES`): ``"dkrp"`` for a new fit,
+        ``"numpy"`` when rebuilt from a spec written before the compiled cosine.
     seed_ : int
     n_features_in_ : int
     spec_checksum_ : str
@@ -123,7 +131,8 @@ class RandomFourierFeatures(BaseProjector):
     True
     """
 
-    fitted_values = ("gamma_",)
+    fitted_values = ("gamma_", "cosine_")
+    legacy_fitted_values = {"cosine_": "numpy"}
 
     def __init__(
         self,
@@ -187,6 +196,7 @@ class RandomFourierFeatures(BaseProjector):
     def _fit_state(self, X, n_features):
         if not hasattr(self, "gamma_"):  # set by a spec's fitted values on rebuild
             self.gamma_ = self._resolve_gamma(X)
+        set_cosine(self)
         gamma = self.gamma_
         if self.kernel == "gaussian":
             scale = math.sqrt(2.0 * gamma)
@@ -244,10 +254,19 @@ class RandomFourierFeatures(BaseProjector):
             lambda start, stop: self._project_block(X[start:stop], X.dtype),
             self._cast("offset", self.random_offset_, X.dtype),
             self.n_components, self.feature_map, math.sqrt(2.0 / self.n_components),
+            cosine=self.cosine_,
         )
 
 
-def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, scale):
+def set_cosine(est):
+    """Set ``est.cosine_``: a spec's value on rebuild (``"numpy"`` for old specs), else ours."""
+    if not hasattr(est, "cosine_"):
+        est.cosine_ = COSINES[0]
+    check_choice("cosine_", est.cosine_, COSINES)
+
+
+def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, scale,
+                    cosine="dkrp"):
     """``scale * cos(project(X) + offset)`` (or the cos/sin pair), by row blocks.
 
     Shared by the maps whose features are random Fourier features of some density
@@ -265,11 +284,30 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
     feature_map : {"cos", "cos_sin"}
     scale : float
         Multiplies every feature (``sqrt(2 / D)`` for a probability density).
+    cosine : {"dkrp", "numpy"}, default="dkrp"
+        ``"dkrp"``: the compiled, branch-free cosine and sine of
+        :mod:`dkrp.features._trig`, fused with the offset and the scale (the same
+        bits on every machine, within 1 ulp of the exact value). ``"numpy"``:
+        ``np.cos`` / ``np.sin`` (the C library's; what specs written before the
+        compiled cosine produce, see :data:`COSINES`).
     """
+    check_choice("cosine", cosine, COSINES)
     scale = np.asarray(scale, dtype=dtype)
     m = n_components // 2 if feature_map == "cos_sin" else n_components
     out = np.empty((n_rows, n_components), dtype=dtype)
     cos_only = feature_map == "cos"
+
+    if cosine == "dkrp":
+
+        def work(start, stop):
+            proj = np.ascontiguousarray(project(start, stop), dtype=dtype)
+            if cos_only:
+                cos_features_block(proj, offset, scale, out, start)
+            else:
+                cos_sin_features_block(proj, scale, out, start)
+
+        run_row_blocks(n_rows, ROW_BLOCK, work)
+        return out
 
     def work(start, stop):
         proj = project(start, stop)

@@ -23,7 +23,7 @@ from .._random import draw_rows
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
 from . import _srf_fit
-from .fourier import FEATURE_MAPS, cosine_features
+from .fourier import FEATURE_MAPS, cosine_features, set_cosine
 
 __all__ = ["SphericalRandomFeatures"]
 
@@ -120,7 +120,8 @@ class SphericalRandomFeatures(BaseProjector):
     True
     """
 
-    fitted_values = ("surrogate_",)
+    fitted_values = ("surrogate_", "cosine_")
+    legacy_fitted_values = {"cosine_": "numpy"}
 
     def __init__(self, *, degree=3, scale=4.0, n_components=100, n_terms=10, feature_map="cos",
                  random_state=None):
@@ -152,6 +153,7 @@ class SphericalRandomFeatures(BaseProjector):
                 "scale": float(self.scale), "n_terms": int(self.n_terms)}
 
     def _fit_state(self, X, n_features):
+        set_cosine(self)
         key = self._surrogate_key(n_features)
         current = getattr(self, "surrogate_", None)
         if not (isinstance(current, dict) and all(current.get(k) == v for k, v in key.items())):
@@ -221,7 +223,8 @@ class SphericalRandomFeatures(BaseProjector):
         return cosine_features(X.shape[0], dtype, project,
                                self._cast("offset", self.random_offset_, dtype),
                                self.n_components, self.feature_map,
-                               math.sqrt(2.0 * self.mass_ / self.n_components))
+                               math.sqrt(2.0 * self.mass_ / self.n_components),
+                               cosine=self.cosine_)
 
     def surrogate_kernel(self, z):
         r"""The kernel the features estimate, :math:`\hat K(z)`, at distances ``z``.

@@ -1,0 +1,121 @@
+"""Time random Fourier features against their floor and scikit-learn's RBFSampler.
+
+The floor is the bare GEMM ``X @ W.T`` (n × k) plus allocating and writing the n × k
+output once (as ``bench_transform.py``). For RFF the GEMM's own output is n × k, so the
+bare GEMM alone is a stricter floor (an in-place map writes nothing else); both are
+timed. Timed in the same run, interleaved (``_common.interleaved``: each round
+runs every method, in a rotated order), median of ``--repeats`` rounds, per dtype and
+thread setting:
+
+* the floor;
+* dkrp's RFF with the compiled cosine (``cosine_ = "dkrp"``, every new fit);
+* dkrp's RFF with numpy's cosine (``cosine_ = "numpy"``, specs written before it);
+* scikit-learn's RBFSampler (same gamma and k).
+
+Usage::
+
+    python benchmarks/bench_rff.py                  # MNIST shape 60,000 × 784, k = 1500
+    python benchmarks/bench_rff.py --write-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import command_line, emit, interleaved, mnist_train  # noqa: E402
+
+import dkrp  # noqa: E402
+from dkrp._threading import limit_threads  # noqa: E402
+
+METHODS = ("floor: GEMM + write output", "bare GEMM X @ W.T", "dkrp RFF (compiled cosine)",
+           "dkrp RFF (numpy cosine)", "sklearn RBFSampler")
+
+
+def floor(Xd, W, n_components):
+    """The floor: the bare GEMM ``X @ W.T`` plus allocating and writing the n × k output."""
+    P = Xd @ W.T
+    out = np.empty((Xd.shape[0], n_components), dtype=Xd.dtype)
+    out.fill(1.0)
+    return P, out
+
+
+def run(X, n_components, gamma, repeats, threads):
+    from sklearn.kernel_approximation import RBFSampler
+
+    rows = []
+    for dtype in (np.float32, np.float64):
+        Xd = np.ascontiguousarray(X, dtype=dtype)
+        rff = dkrp.RandomFourierFeatures(gamma=gamma, n_components=n_components,
+                                         random_state=0).fit(Xd[:10])
+        legacy = copy.deepcopy(rff)
+        legacy.cosine_ = "numpy"
+        W = np.ascontiguousarray(rff.random_weights_, dtype=dtype)
+        rbf = RBFSampler(gamma=gamma, n_components=n_components, random_state=0).fit(Xd[:10])
+        rff.transform(Xd[:100])  # compile the kernels outside the timings
+        fns = [partial(floor, Xd, W, n_components), partial(np.matmul, Xd, W.T),
+               partial(rff.transform, Xd),
+               partial(legacy.transform, Xd), partial(rbf.transform, Xd)]
+        for label in threads:
+            limit = None if label == "all" else int(label)
+            if limit is None:
+                times = interleaved(fns, repeats)
+            else:
+                with threadpool_limits(limits=limit), limit_threads(limit):
+                    times = interleaved(fns, repeats)
+            med = [statistics.median(t) for t in times]
+            for name, t, ts in zip(METHODS, med, times, strict=True):
+                rows.append((np.dtype(dtype).name, label, name, t, t / med[0], ts))
+    return rows
+
+
+def format_table(rows):
+    lines = ["| dtype | threads | method | median s | × floor | all runs (s) |",
+             "|---|---|---|---:|---:|---|"]
+    for dtype, threads, name, t, ratio, ts in rows:
+        runs = " ".join(f"{x:.2f}" for x in ts)
+        lines.append(f"| {dtype} | {threads} | {name} | {t:.3f} | {ratio:.2f} | {runs} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=60000)
+    parser.add_argument("--n-components", type=int, default=1500)
+    parser.add_argument("--gamma", type=float, default=1.0 / 784)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", default="all,1",
+                        help="comma-separated thread settings: 'all' or a number")
+    parser.add_argument("--write-results", action="store_true",
+                        help="replace this benchmark's section of benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+    X, source = mnist_train(args.rows)
+    rows = run(X, args.n_components, args.gamma, args.repeats, args.threads.split(","))
+    by = {(r[0], r[1], r[2]): r[3] for r in rows}
+    summary = []
+    for dt in ("float32", "float64"):
+        for th in args.threads.split(","):
+            f, gemm, ours, old, rbf = (by[(dt, th, m)] for m in METHODS)
+            summary.append(
+                f"- {dt}, threads={th}: RFF = {ours / f:.2f}× floor, {ours / gemm:.2f}× bare "
+                f"GEMM (numpy cosine {old / f:.2f}× floor, {old / gemm:.2f}× GEMM); "
+                f"RBFSampler / RFF = {rbf / ours:.2f}×")
+    title = (f"RFF transform, {X.shape[0]:,} × {X.shape[1]} ({source}), "
+             f"k={args.n_components}, gamma={args.gamma:.6g}")
+    body = (f"Median of {args.repeats} interleaved rounds; × floor is to the floor of the "
+            "same dtype and thread setting.\n\n" + format_table(rows) + "\n\n"
+            + "\n".join(summary))
+    emit("bench_rff", title, body, command_line("bench_rff.py", parser, args),
+         args.write_results)
+
+
+if __name__ == "__main__":
+    main()
