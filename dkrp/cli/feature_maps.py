@@ -9,16 +9,34 @@ import logging
 import sys
 
 import click
-import numpy as np
 
-from .._validation import FLOAT_DTYPES
-from ..features._pools import INDEX_DESIGNS, POOLS
-from ..features._samplers import DISTRIBUTIONS
+from .._choices import DISTRIBUTIONS, FLOAT_DTYPE_NAMES, INDEX_DESIGNS, POOLS
 from ..methods import method_names
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
 
-@main.command(short_help="Featurize a dataset into a resumable Zarr feature store.")
+class _FeaturizeCommand(click.Command):
+    """``featurize --help`` shows, beside each method option, its default per method (read
+    from the classes' signatures when help is asked for, so ``dkrp --help`` stays fast)."""
+
+    def format_options(self, ctx, formatter):
+        defaults = method_defaults()
+        records = []
+        for param in self.get_params(ctx):
+            if not isinstance(param, click.Option):
+                continue
+            record = param.get_help_record(ctx)
+            if record is not None and defaults.get(param.name):
+                record = (record[0], f"{record[1]}  [default: {defaults[param.name]}]")
+            if record is not None:
+                records.append(record)
+        if records:
+            with formatter.section("Options"):
+                formatter.write_dl(records)
+
+
+@main.command(cls=_FeaturizeCommand,
+              short_help="Featurize a dataset into a resumable Zarr feature store.")
 @click.argument("input_path", metavar="IN", type=click.Path())
 @click.argument("output", metavar="OUT.zarr", type=click.Path(file_okay=False))
 @click.option("--method", type=click.Choice(method_names()), default="krp", show_default=True,
@@ -48,7 +66,7 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="srf: the polynomial kernel's a >= 2, (1 - ||x - y||^2 / a^2)^degree.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Random seed; the same seed gives the same features on any cluster.")
-@click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
+@click.option("--dtype", type=click.Choice(FLOAT_DTYPE_NAMES),
               help="Output dtype (default: float32 for float32 input, else float64).")
 @_cluster_options
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
@@ -189,6 +207,40 @@ OPTION_FLAGS = {
     "scale": "--scale",
     "random_state": "--seed",
 }
+
+
+def method_defaults():
+    """``{option: text}``: each generic option's default, from the signatures of the classes
+    of the methods that take it: the most common value first, then the methods that differ,
+    e.g. ``{"n_components": "100; pca: 50", ...}`` (``random_state``/--seed is left out)."""
+    import inspect
+    from collections import Counter
+
+    from ..methods import METHODS, method_names
+
+    out = {}
+    for option in OPTION_FLAGS:
+        if option == "random_state":
+            continue
+        values = {}
+        for name in method_names():
+            info = METHODS[name]
+            param = info.aliases.get(option, option)
+            if param in info.options:
+                values[name] = inspect.signature(info.load()).parameters[param].default
+        if not values:
+            continue
+        counts = Counter(repr(v) for v in values.values())
+        # the most common default leads; on a tie, the default method's (krp)
+        lead = max(counts, key=lambda r: (counts[r], repr(values.get("krp")) == r))
+        text = [_default_text(next(v for v in values.values() if repr(v) == lead))]
+        text += [f"{name}: {_default_text(v)}" for name, v in values.items() if repr(v) != lead]
+        out[option] = "; ".join(text)
+    return out
+
+
+def _default_text(value):
+    return "none" if value is None else str(value)
 
 
 def method_flags(name):

@@ -9,10 +9,8 @@ import json
 from pathlib import Path
 
 import click
-import numpy as np
 
-from .._validation import FLOAT_DTYPES
-from ..io.ingestion import INPUT_FORMATS
+from .._choices import FLOAT_DTYPE_NAMES, INPUT_FORMATS
 from ._group import _as_click_errors, _client, _cluster_options, main
 
 
@@ -31,7 +29,7 @@ from ._group import _as_click_errors, _client, _cluster_options, main
               help="Rows per chunk (default: about 64 MiB per chunk).")
 @click.option("--sparse/--dense", default=None,
               help="Store LIBSVM input as CSR blocks or densely (default: by density).")
-@click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
+@click.option("--dtype", type=click.Choice(FLOAT_DTYPE_NAMES),
               help="Stored dtype (default: a .npy file's float32 stays float32, everything "
                    "else is float64).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")

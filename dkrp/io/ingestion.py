@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from .. import _choices
 from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
 from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
 from .dataset_store import (
@@ -89,8 +90,10 @@ _INGESTERS = {
     ),
     "idx": _Ingester(_ingest_idx, {".idx"}, ("labels",), compressible=True),
 }
-#: The input formats ``ingest`` reads (``--format`` on the command line).
+#: The input formats ``ingest`` reads (``--format`` on the command line; the CLI reads the
+#: same tuple from dkrp._choices without importing this module)
 INPUT_FORMATS = _FORMATS = tuple(_INGESTERS)
+assert INPUT_FORMATS == _choices.INPUT_FORMATS, "dkrp._choices.INPUT_FORMATS is out of date"
 # MNIST's names: train-images-idx3-ubyte, t10k-labels-idx1-ubyte (their suffix is not ".idx")
 _IDX_NAME = re.compile(r"idx\d-ubyte$")
 
