@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 
 import click
 
@@ -109,6 +110,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     """
     from ..methods import fit_pass_message
 
+    started = time.perf_counter()
     density = _parse_float_or("--density", density, "auto")
     gamma = _parse_float_or("--gamma", gamma, "scale")
 
@@ -140,12 +142,22 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
         return
+    click.echo(_summary_line(summary, time.perf_counter() - started))
+
+
+def _summary_line(summary, wall_seconds):
+    """The closing line: the work's time and rate, and the whole command's wall time (the
+    cluster's start included); a rerun on a finished store says there was nothing to do."""
+    if summary["chunks_written"] == 0:
+        return (f"nothing to do (store complete): {summary['path']} already holds "
+                f"{summary['rows']} rows x {summary['n_components']} {summary['dtype']} "
+                f"features ({summary['chunks_skipped']} chunks); {wall_seconds:.1f} s wall")
     rows, seconds = summary["rows"], summary["seconds"]
-    click.echo(
+    return (
         f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
-        f"{seconds:.1f} s ({summary['rows_per_second']:,.0f} rows/s; "
-        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
-        f"{summary['path']}"
+        f"{seconds:.1f} s of work ({summary['rows_per_second']:,.0f} rows/s; "
+        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done), "
+        f"{wall_seconds:.1f} s wall including the cluster's start: {summary['path']}"
     )
 
 

@@ -104,10 +104,38 @@ def _info_lines(path: Path):
     yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
 
 
+def _summarise_arrays(attrs):
+    """``attrs`` with each base64 array of a spec (``spec.arrays``) replaced by its shape,
+    dtype and the SHA-256 of its bytes."""
+    spec = attrs.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("arrays"), dict):
+        return attrs
+    import hashlib
+
+    from .._spec import decode_array
+
+    summary = {}
+    for name, text in spec["arrays"].items():
+        try:
+            a = decode_array(text)
+        except Exception:  # noqa: BLE001 - describe what is there, do not fail on it
+            summary[name] = {"base64_chars": len(str(text)), "undecodable": True}
+            continue
+        summary[name] = {"shape": list(a.shape), "dtype": a.dtype.name,
+                         "sha256": hashlib.sha256(a.tobytes()).hexdigest(),
+                         "base64_chars": len(text)}
+    return {**attrs, "spec": {**spec, "arrays": summary,
+                              "arrays_summarised": "dkrp info --json --full prints them"}}
+
+
 @main.command(short_help="Describe a dataset or feature store.")
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the raw attributes as JSON.")
-def info(store, as_json):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the attributes as JSON; a spec's learnt arrays (Nystroem, KG-RP, "
+                   "PCA) as shape, dtype and SHA-256 unless --full.")
+@click.option("--full", is_flag=True,
+              help="With --json: print the learnt arrays too (base64 .npy, can be MBs).")
+def info(store, as_json, full):
     """Describe a dataset or feature store: shape, completeness, spec, provenance.
 
     \b
@@ -121,8 +149,12 @@ def info(store, as_json):
 
         with _as_click_errors():
             attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+        if not full:
+            attrs = _summarise_arrays(attrs)
         click.echo(json.dumps(attrs, indent=2, sort_keys=True, default=str))
         return
+    if full:
+        raise click.UsageError("--full goes with --json.")
     for line in _info_lines(path):
         click.echo(line)
 
