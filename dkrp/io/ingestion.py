@@ -36,6 +36,7 @@ import numpy as np
 import zarr
 
 from .. import _choices
+from .._store import consolidate
 from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
 from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
 from .dataset_store import (
@@ -392,6 +393,7 @@ def ingest(
                 "(sha256sum) or fetch it again."
             ) from exc
         group.attrs.update(info)
+        consolidate(tmp)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
         group.attrs["complete"] = True  # last write: the store is whole
     logger.info(
         "ingested %s: %d x %d (%s) in %.2f s",

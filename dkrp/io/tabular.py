@@ -17,6 +17,7 @@ from dask.base import tokenize
 
 from ._common import _array_from_blocks, _check_finite_block, _open_maybe_compressed
 from .dataset_store import (
+    TARGET_CHUNK_BYTES,
     _check_chunk_rows,
     _create_dense,
     _default_chunk_rows,
@@ -139,6 +140,19 @@ def _select_columns(source, columns, label_column, drop_columns, n_features):
     return features
 
 
+def _estimate_csv_rows(source, sample_bytes=1 << 16) -> int:
+    """About how many data rows ``source`` holds, from its size and its first lines (an
+    underestimate for a compressed file, which only makes its default chunks smaller)."""
+    with _open_maybe_compressed(Path(source)) as f:
+        head = f.read(sample_bytes)
+    lines = head.count(b"\n")
+    if lines <= 1:
+        return 0
+    if len(head) < sample_bytes:  # the whole file
+        return lines - 1
+    return int(os.path.getsize(source) / (len(head) / lines)) - 1
+
+
 def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns):
     pd = _import_pandas()
     _check_csv_fields(source)
@@ -146,7 +160,8 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
     features = _select_columns(source, header, label_column, drop_columns, n_features)
     n_features = len(features)
     if chunk_rows is None:
-        chunk_rows = _default_chunk_rows(max(n_features, 1) * dtype.itemsize, 0)
+        chunk_rows = _default_chunk_rows(max(n_features, 1) * dtype.itemsize,
+                                         _estimate_csv_rows(source))
     usecols = features + ([label_column] if label_column is not None else [])
     X = _create_dense(group, "X", 0, n_features, chunk_rows, dtype)
     y = None
@@ -310,7 +325,8 @@ def from_parquet(path, columns=None, chunk_rows: int | None = None, dtype="float
     columns : list of str, optional
         Columns to read, in order; default all (all must be numeric or boolean).
     chunk_rows : int, optional
-        Rows per block; default about 64 MiB per block.
+        Rows per block; default whole row groups (a block never cuts one), merged up to
+        about 64 MiB per block (a larger row group is one block of its own).
     dtype : str or numpy.dtype, default="float64"
         dtype of the result (nulls become NaN, so keep it floating if there may be nulls).
 
@@ -329,12 +345,33 @@ def from_parquet(path, columns=None, chunk_rows: int | None = None, dtype="float
     path = Path(path).expanduser().absolute()
     dtype = np.dtype(dtype)
     n_rows, features, _ = _parquet_schema(path, columns)
-    chunk_rows = _check_chunk_rows(chunk_rows) or _default_chunk_rows(
-        max(len(features), 1) * dtype.itemsize, n_rows
-    )
-    token = tokenize(str(path), os.stat(path).st_mtime_ns, features, dtype.name, chunk_rows)
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    if chunk_rows is None:  # whole row groups: no block decodes a group another one decodes
+        pfile = _import_parquet().ParquetFile(path)
+        sizes = [pfile.metadata.row_group(i).num_rows for i in range(pfile.num_row_groups)]
+        chunks = _row_group_chunks(sizes, max(len(features), 1) * dtype.itemsize)
+    else:
+        chunks = _row_chunks(n_rows, chunk_rows)
+    token = tokenize(str(path), os.stat(path).st_mtime_ns, features, dtype.name, chunks)
     return _array_from_blocks(
         "from-parquet", _parquet_values, (str(path), features, dtype.name),
-        _row_chunks(n_rows, chunk_rows), len(features), np.empty((0, len(features)), dtype=dtype),
-        token,
+        chunks, len(features), np.empty((0, len(features)), dtype=dtype), token,
     )
+
+
+def _row_group_chunks(sizes, row_bytes, max_bytes=TARGET_CHUNK_BYTES) -> tuple[int, ...]:
+    """Row blocks made of whole Parquet row groups: consecutive groups are merged up to
+    ``max_bytes`` of output a block, and a group is never split (pyarrow decodes whole row
+    groups, so every block that cut one would decode all of it: eight blocks of one
+    400k-row group took 1.04 s against 0.15 s for one block). A group larger than
+    ``max_bytes`` is one block; the writer held it in memory too."""
+    max_rows = max(1, int(max_bytes) // max(1, int(row_bytes)))
+    chunks, current = [], 0
+    for size in (int(s) for s in sizes if s > 0):
+        if current and current + size > max_rows:
+            chunks.append(current)
+            current = 0
+        current += size
+    if current:
+        chunks.append(current)
+    return tuple(chunks) or (0,)
