@@ -33,8 +33,14 @@ from ._group import _as_click_errors, _client, _cluster_options, main
               help="Stored dtype (default: a .npy file's float32 stays float32, everything "
                    "else is float64).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Parse LIBSVM, CSV, .npy and Parquet input on this running Dask scheduler, "
+                   "e.g. tcp://10.0.0.5:8786 (default: in this process; SRC and DEST must be "
+                   "reachable from the workers at the same paths).")
+@click.option("--scheduler-file", type=click.Path(dir_okay=False),
+              help="Scheduler file written by `dask scheduler --scheduler-file`.")
 def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk_rows, sparse,
-           dtype, overwrite):
+           dtype, overwrite, scheduler, scheduler_file):
     """Convert SRC (LIBSVM, CSV, .npy, Parquet, IDX) into a Zarr v3 dataset store DEST.
 
     DEST holds X chunked by rows (about 64 MiB per chunk unless --chunk-rows is
@@ -54,10 +60,14 @@ def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk
     from .. import io
 
     t0 = time.perf_counter()
-    with _as_click_errors():
+    with _as_click_errors(), contextlib.ExitStack() as stack:
+        client = None
+        if scheduler or scheduler_file:
+            client = stack.enter_context(_client(scheduler, scheduler_file, None, None))
         io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
                   n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
-                  overwrite=overwrite, labels=labels)
+                  overwrite=overwrite, labels=labels,
+                  **({"scheduler": client} if client is not None else {}))
         attrs = io.open_dataset(dest).attrs
     seconds = time.perf_counter() - t0
     rows = int(attrs["n_samples"])

@@ -82,7 +82,8 @@ _INGESTERS = {
         compressible=True,
     ),
     "csv": _Ingester(
-        _ingest_csv, _CSV_SUFFIXES, ("label_column", "drop_columns"), compressible=True
+        _ingest_csv, _CSV_SUFFIXES, ("label_column", "drop_columns", "scheduler"),
+        compressible=True,
     ),
     "npy": _Ingester(_ingest_npy, _NPY_SUFFIXES, ("scheduler",), compressible=False),
     "parquet": _Ingester(
@@ -275,8 +276,10 @@ def ingest(
     parse_bytes : int, optional
         LIBSVM only: bytes of text per parsing task in the first pass (default: about 1/32
         of the file, between 1 and 32 MiB).
-    scheduler : str, optional
-        Dask scheduler for the parallel passes; default: the active one.
+    scheduler : str or distributed.Client, optional
+        Dask scheduler for the parallel passes; default: the active one. CSV is parsed
+        in this process unless ``scheduler`` is given; with it, on the cluster (one task
+        per chunk; unquoted CSV only).
     labels : str or os.PathLike, optional
         IDX only: the matching ``*-idx1-ubyte`` labels file, stored as ``y``.
 
