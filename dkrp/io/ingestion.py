@@ -397,6 +397,8 @@ def ingest(
             ) from exc
         group.attrs.update(info)
         consolidate(tmp)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
+        # reopened: the group opened before would write its metadata back without them
+        group = zarr.open_group(str(tmp), mode="r+")
         group.attrs["complete"] = True  # last write: the store is whole
     logger.info(
         "ingested %s: %d x %d (%s) in %.2f s",
