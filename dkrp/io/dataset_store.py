@@ -325,7 +325,7 @@ def _write_csr_block(xg, block, X, chunk_rows, dtype):
 
 def _read_csr_block(xpath, block, rows, n_features, r0=None, r1=None):
     store = Path(xpath).parent
-    group = zarr.open_group(xpath, mode="r")
+    group = zarr.open_group(xpath, mode="r", use_consolidated=False)
     # read through CheckedArray: a missing or corrupt chunk raises naming it
     member = {name: CheckedArray(store, f"X/{name}", "dataset", group[name])
               for name in ("indptr", "data", "indices")}
@@ -421,7 +421,7 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
             "resume; re-run it with overwrite=True (--overwrite) to rebuild the store, or "
             "pass allow_incomplete=True to open it anyway."),
     )
-    group = zarr.open_group(str(path), mode="r")
+    group = zarr.open_group(str(path), mode="r", use_consolidated=False)
     required = ("n_samples", "n_features", "storage", "chunk_rows", "has_labels")
     missing = [k for k in required if k not in attrs]
     if missing:

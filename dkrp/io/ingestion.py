@@ -408,4 +408,4 @@ def ingest(
         info["storage"],
         time.perf_counter() - started,
     )
-    return zarr.open_group(str(dest), mode="r")
+    return zarr.open_group(str(dest), mode="r", use_consolidated=False)
