@@ -8,22 +8,12 @@ and featurizes its partition independently.
 
 __version__ = "0.1.0"
 
-from .asymmetric import AsymmetricSketchClassifier  # noqa: E402
-from .base import BaseProjector, SpecError, from_spec, load  # noqa: E402
-from .baselines import KulisGraumanRP, Nystroem, PCAProjector  # noqa: E402
-from .ensemble import RandomFeatureVotingClassifier  # noqa: E402
-from .feature_store import read_features  # noqa: E402
-from .features import (  # noqa: E402
-    ExplicitPolynomialProjection,
-    IndependentPolynomialProjection,
-    PolynomialRandomProjection,
-    RandomFourierFeatures,
-    RandomMaclaurin,
-    SignProductEmbedding,
-    SphericalRandomFeatures,
-    TensorSketch,
-)
-from .jobs import featurize_to_store  # noqa: E402
+# The public names are imported on first use (PEP 562), so `import dkrp` and the `dkrp`
+# command start without scikit-learn, scipy or numba; `from dkrp import X` works as before.
+
+import importlib as _importlib
+
+from ._names import PUBLIC_MODULES as _PUBLIC_MODULES
 
 __all__ = [
     "AsymmetricSketchClassifier",
@@ -47,3 +37,16 @@ __all__ = [
     "load",
     "__version__",
 ]
+
+
+def __getattr__(name):
+    module = _PUBLIC_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dkrp' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

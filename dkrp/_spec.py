@@ -18,6 +18,7 @@ imports it (the base class registers its subclasses here).
 from __future__ import annotations
 
 import base64
+import importlib
 import io
 import json
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._names import PROJECTOR_MODULES
 from ._random import array_checksum
 from .errors import SpecError
 
@@ -62,8 +64,20 @@ def register(cls) -> type:
 
 
 def registered_projectors() -> dict[str, type]:
-    """Map of spec class names to projector classes (everything ``import dkrp`` defines)."""
+    """Map of spec class names to projector classes (every public projector of dkrp, and
+    any other subclass defined so far)."""
+    for name in PROJECTOR_MODULES:
+        _registered_class(name)
     return dict(_REGISTRY)
+
+
+def _registered_class(name):
+    """The class registered as ``name``, importing its dkrp module first if needed
+    (``import dkrp`` imports the projector modules lazily). None for an unknown name;
+    an ImportError of the module itself propagates."""
+    if name not in _REGISTRY and isinstance(name, str) and name in PROJECTOR_MODULES:
+        importlib.import_module(PROJECTOR_MODULES[name])
+    return _REGISTRY.get(name)
 
 
 def _dkrp_version() -> str:
@@ -183,9 +197,10 @@ def rebuild(spec, *, verify=True):
     """
     spec = _parse(spec)
     name = spec.get("class")
-    if name not in _REGISTRY:
-        raise SpecError(f"Unknown projector class {name!r}; known: {sorted(_REGISTRY)}.")
-    cls = _REGISTRY[name]
+    cls = _registered_class(name)
+    if cls is None:
+        raise SpecError(f"Unknown projector class {name!r}; known: "
+                        f"{sorted(registered_projectors())}.")
     try:
         est = cls(**spec["params"])
         n_features = int(spec["n_features_in"])
@@ -296,8 +311,6 @@ def register_format(name, loader, manifest):
 
 def _format_loader(name):
     if name not in _FORMATS and name in _FORMAT_MODULES:
-        import importlib
-
         importlib.import_module(_FORMAT_MODULES[name])
     return _FORMATS.get(name, (None, None))[0]
 

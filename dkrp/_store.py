@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["FORMATS", "read_attrs", "check_store"]
+__all__ = ["FORMATS", "read_attrs", "check_store", "consolidate"]
 
 #: ``dkrp_format`` -> (what it is called in messages, newest version this dkrp reads)
 FORMATS = {"dataset": ("dataset store", 1), "features": ("feature store", 1)}
@@ -83,3 +83,22 @@ def check_store(path, fmt: str, *, allow_incomplete=False, error=ValueError,
         hint = incomplete_hint(attrs) if callable(incomplete_hint) else incomplete_hint
         raise error(f"{name.capitalize()} {path} is incomplete: {hint}")
     return attrs
+
+
+def consolidate(path) -> None:
+    """Copy every array's metadata into the root ``zarr.json`` of the store at ``path``
+    (consolidated metadata), so ``xarray.open_zarr`` opens it with one read and no warning.
+
+    Called once the arrays are final and before the completion marker: the marker's later
+    write of the root attributes keeps the consolidated metadata.
+    """
+    import warnings
+
+    import zarr
+
+    with warnings.catch_warnings():
+        # "not part of the Zarr format 3 specification": readers that ignore it read the
+        # per-array zarr.json files, which stay authoritative
+        warnings.filterwarnings("ignore", message="Consolidated metadata",
+                                category=UserWarning)
+        zarr.consolidate_metadata(str(path))

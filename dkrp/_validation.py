@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._choices import FLOAT_DTYPE_NAMES
 from .errors import PartitionInputError
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 #: The dtypes projectors compute in: float32 input stays float32, the rest is float64.
-FLOAT_DTYPES = (np.float64, np.float32)
+FLOAT_DTYPES = tuple(np.dtype(name).type for name in FLOAT_DTYPE_NAMES)
 
 
 def first_nonfinite_row(X):

@@ -68,7 +68,8 @@ def test_covtype_ingest_featurize_equals_in_memory_and_rerun_is_noop(tmp_path,
     assert np.array_equal(Z, per_block)
 
     r = _run(*args)  # the same command again: a no-op
-    assert r.exit_code == 0 and "0 chunks written, 8 already done" in r.output
+    assert r.exit_code == 0 and "nothing to do (store complete)" in r.output
+    assert "(8 chunks)" in r.output and "rows/s" not in r.output
 
     r = _run(*[a if a != 5 else 6 for a in args])  # another seed: refused, no traceback
     assert r.exit_code == 1
@@ -288,7 +289,8 @@ def test_structured_pool_on_the_embedded_cluster_is_exact_and_rerun_is_a_noop(tm
 
     t0 = time.perf_counter()
     r = _run(*args)  # the same command again: a no-op, no cluster started
-    assert r.exit_code == 0 and "0 chunks written, 6 already done" in r.output
+    assert r.exit_code == 0 and "nothing to do (store complete)" in r.output
+    assert "(6 chunks)" in r.output and "rows/s" not in r.output
     assert time.perf_counter() - t0 < 5
 
 

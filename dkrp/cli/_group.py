@@ -133,6 +133,8 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit):
     try:
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
+            if not (scheduler or scheduler_file):
+                click.echo(f"dask dashboard: {client.dashboard_link}", err=True)
             try:
                 yield client
             except KeyboardInterrupt:

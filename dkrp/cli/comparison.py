@@ -3,9 +3,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+
 import click
 
 from ._group import _as_click_errors, _client, _cluster_options, main
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM (``kill``, ``timeout``) ends the command as Ctrl-C does, so ``finally`` blocks
+    (the demo's temporary directory) run instead of the process vanishing."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. under a test runner's thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @main.command(short_help="Compare KRP, RFF and raw linear SVMs on a dataset, end to end.")
@@ -37,9 +58,16 @@ def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers
     from ..evaluation import run_demo
 
     t0 = time.perf_counter()
-    with _as_click_errors(), _client(scheduler, scheduler_file, n_workers, memory_limit) as c:
+
+    def report(line):
+        if not quiet:
+            click.echo(f"demo [{time.perf_counter() - t0:6.1f} s]: {line}...", err=True)
+
+    with _terminate_as_interrupt(), _as_click_errors(), \
+            _client(scheduler, scheduler_file, n_workers, memory_limit) as c:
+        # a temporary workdir is removed on the way out, Ctrl-C and `kill` included
         rows = run_demo(dataset, client=c, workdir=workdir, seed=seed, max_train=max_train,
-                        progress=not quiet)
+                        progress=not quiet, report=report)
     click.echo(f"dkrp demo on {dataset}: {rows[0]['note']}")
     header = f"{'model':<48} {'features':>8} {'accuracy':>8} {'featurize s':>11} {'train s':>8}"
     click.echo(header)
@@ -49,5 +77,8 @@ def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers
         click.echo(
             f"{row['model']:<48} {k:>8} {row['accuracy']:>8.4f} "
             f"{row['featurize_seconds']:>11.2f} {row['train_seconds']:>8.2f}"
+            + ("" if row.get("converged", True) else " *")
         )
+    if not all(row.get("converged", True) for row in rows):
+        click.echo("* LinearSVC stopped at its iteration cap before converging")
     click.echo(f"total {time.perf_counter() - t0:.1f} s")

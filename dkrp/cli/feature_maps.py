@@ -7,19 +7,38 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 
 import click
-import numpy as np
 
-from .._validation import FLOAT_DTYPES
-from ..features._pools import INDEX_DESIGNS, POOLS
-from ..features._samplers import DISTRIBUTIONS
+from .._choices import DISTRIBUTIONS, FLOAT_DTYPE_NAMES, INDEX_DESIGNS, POOLS
 from ..methods import method_names
 from ..preprocessing import SCALE_ROWS
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
 
-@main.command(short_help="Featurize a dataset into a resumable Zarr feature store.")
+class _FeaturizeCommand(click.Command):
+    """``featurize --help`` shows, beside each method option, its default per method (read
+    from the classes' signatures when help is asked for, so ``dkrp --help`` stays fast)."""
+
+    def format_options(self, ctx, formatter):
+        defaults = method_defaults()
+        records = []
+        for param in self.get_params(ctx):
+            if not isinstance(param, click.Option):
+                continue
+            record = param.get_help_record(ctx)
+            if record is not None and defaults.get(param.name):
+                record = (record[0], f"{record[1]}  [default: {defaults[param.name]}]")
+            if record is not None:
+                records.append(record)
+        if records:
+            with formatter.section("Options"):
+                formatter.write_dl(records)
+
+
+@main.command(cls=_FeaturizeCommand,
+              short_help="Featurize a dataset into a resumable Zarr feature store.")
 @click.argument("input_path", metavar="IN", type=click.Path())
 @click.argument("output", metavar="OUT.zarr", type=click.Path(file_okay=False))
 @click.option("--method", type=click.Choice(method_names()), default="krp", show_default=True,
@@ -49,7 +68,7 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="srf: the polynomial kernel's a >= 2, (1 - ||x - y||^2 / a^2)^degree.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Random seed; the same seed gives the same features on any cluster.")
-@click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
+@click.option("--dtype", type=click.Choice(FLOAT_DTYPE_NAMES),
               help="Output dtype (default: float32 for float32 input, else float64).")
 @click.option("--standardize", is_flag=True,
               help="Scale each input column to mean 0, variance 1 before the map; the "
@@ -114,6 +133,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     """
     from ..methods import fit_pass_message
 
+    started = time.perf_counter()
     fitted_from = like or spec_path
     if like and spec_path:
         raise click.UsageError("Pass --like or --spec, not both.")
@@ -158,12 +178,22 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
         return
+    click.echo(_summary_line(summary, time.perf_counter() - started))
+
+
+def _summary_line(summary, wall_seconds):
+    """The closing line: the work's time and rate, and the whole command's wall time (the
+    cluster's start included); a rerun on a finished store says there was nothing to do."""
+    if summary["chunks_written"] == 0:
+        return (f"nothing to do (store complete): {summary['path']} already holds "
+                f"{summary['rows']} rows x {summary['n_components']} {summary['dtype']} "
+                f"features ({summary['chunks_skipped']} chunks); {wall_seconds:.1f} s wall")
     rows, seconds = summary["rows"], summary["seconds"]
-    click.echo(
+    return (
         f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
-        f"{seconds:.1f} s ({summary['rows_per_second']:,.0f} rows/s; "
-        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done): "
-        f"{summary['path']}"
+        f"{seconds:.1f} s of work ({summary['rows_per_second']:,.0f} rows/s; "
+        f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done), "
+        f"{wall_seconds:.1f} s wall including the cluster's start: {summary['path']}"
     )
 
 
@@ -280,6 +310,40 @@ OPTION_FLAGS = {
     "scale": "--scale",
     "random_state": "--seed",
 }
+
+
+def method_defaults():
+    """``{option: text}``: each generic option's default, from the signatures of the classes
+    of the methods that take it: the most common value first, then the methods that differ,
+    e.g. ``{"n_components": "100; pca: 50", ...}`` (``random_state``/--seed is left out)."""
+    import inspect
+    from collections import Counter
+
+    from ..methods import METHODS, method_names
+
+    out = {}
+    for option in OPTION_FLAGS:
+        if option == "random_state":
+            continue
+        values = {}
+        for name in method_names():
+            info = METHODS[name]
+            param = info.aliases.get(option, option)
+            if param in info.options:
+                values[name] = inspect.signature(info.load()).parameters[param].default
+        if not values:
+            continue
+        counts = Counter(repr(v) for v in values.values())
+        # the most common default leads; on a tie, the default method's (krp)
+        lead = max(counts, key=lambda r: (counts[r], repr(values.get("krp")) == r))
+        text = [_default_text(next(v for v in values.values() if repr(v) == lead))]
+        text += [f"{name}: {_default_text(v)}" for name, v in values.items() if repr(v) != lead]
+        out[option] = "; ".join(text)
+    return out
+
+
+def _default_text(value):
+    return "none" if value is None else str(value)
 
 
 def method_flags(name):

@@ -10,11 +10,8 @@ import json
 from pathlib import Path
 
 import click
-import numpy as np
 
-from .._validation import FLOAT_DTYPES
-from ..feature_store.export import EXPORT_FORMATS
-from ..io.ingestion import INPUT_FORMATS
+from .._choices import EXPORT_FORMATS, FLOAT_DTYPE_NAMES, INPUT_FORMATS
 from ._group import _as_click_errors, _client, _cluster_options, main
 
 
@@ -33,12 +30,18 @@ from ._group import _as_click_errors, _client, _cluster_options, main
               help="Rows per chunk (default: about 64 MiB per chunk).")
 @click.option("--sparse/--dense", default=None,
               help="Store LIBSVM input as CSR blocks or densely (default: by density).")
-@click.option("--dtype", type=click.Choice([np.dtype(t).name for t in FLOAT_DTYPES]),
+@click.option("--dtype", type=click.Choice(FLOAT_DTYPE_NAMES),
               help="Stored dtype (default: a .npy file's float32 stays float32, everything "
                    "else is float64).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing dataset store at DEST.")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Parse LIBSVM, CSV, .npy and Parquet input on this running Dask scheduler, "
+                   "e.g. tcp://10.0.0.5:8786 (default: in this process; SRC and DEST must be "
+                   "reachable from the workers at the same paths).")
+@click.option("--scheduler-file", type=click.Path(dir_okay=False),
+              help="Scheduler file written by `dask scheduler --scheduler-file`.")
 def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk_rows, sparse,
-           dtype, overwrite):
+           dtype, overwrite, scheduler, scheduler_file):
     """Convert SRC (LIBSVM, CSV, .npy, Parquet, IDX) into a Zarr v3 dataset store DEST.
 
     DEST holds X chunked by rows (about 64 MiB per chunk unless --chunk-rows is
@@ -58,10 +61,14 @@ def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk
     from .. import io
 
     t0 = time.perf_counter()
-    with _as_click_errors():
+    with _as_click_errors(), contextlib.ExitStack() as stack:
+        client = None
+        if scheduler or scheduler_file:
+            client = stack.enter_context(_client(scheduler, scheduler_file, None, None))
         io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
                   n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
-                  overwrite=overwrite, labels=labels)
+                  overwrite=overwrite, labels=labels,
+                  **({"scheduler": client} if client is not None else {}))
         attrs = io.open_dataset(dest).attrs
     seconds = time.perf_counter() - t0
     rows = int(attrs["n_samples"])
@@ -110,13 +117,41 @@ def _info_lines(path: Path):
     yield f"  attributes {json.dumps(attrs, sort_keys=True, default=str)}"
 
 
+def _summarise_arrays(attrs):
+    """``attrs`` with each base64 array of a spec (``spec.arrays``) replaced by its shape,
+    dtype and the SHA-256 of its bytes."""
+    spec = attrs.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("arrays"), dict):
+        return attrs
+    import hashlib
+
+    from .._spec import decode_array
+
+    summary = {}
+    for name, text in spec["arrays"].items():
+        try:
+            a = decode_array(text)
+        except Exception:  # noqa: BLE001 - describe what is there, do not fail on it
+            summary[name] = {"base64_chars": len(str(text)), "undecodable": True}
+            continue
+        summary[name] = {"shape": list(a.shape), "dtype": a.dtype.name,
+                         "sha256": hashlib.sha256(a.tobytes()).hexdigest(),
+                         "base64_chars": len(text)}
+    return {**attrs, "spec": {**spec, "arrays": summary,
+                              "arrays_summarised": "dkrp info --json --full prints them"}}
+
+
 @main.command(short_help="Describe a dataset or feature store.")
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the raw attributes as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the attributes as JSON; a spec's learnt arrays (Nystroem, KG-RP, "
+                   "PCA) as shape, dtype and SHA-256 unless --full.")
+@click.option("--full", is_flag=True,
+              help="With --json: print the learnt arrays too (base64 .npy, can be MBs).")
 @click.option("--spec", "as_spec", is_flag=True,
               help="Print a feature store's fitted map (its projector spec) as JSON, to save "
                    "and apply elsewhere: dkrp featurize TEST OUT --spec SPEC.json.")
-def info(store, as_json, as_spec):
+def info(store, as_json, full, as_spec):
     """Describe a dataset or feature store: shape, completeness, spec, provenance.
 
     \b
@@ -141,8 +176,12 @@ def info(store, as_json, as_spec):
 
         with _as_click_errors():
             attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+        if not full:
+            attrs = _summarise_arrays(attrs)
         click.echo(json.dumps(attrs, indent=2, sort_keys=True, default=str))
         return
+    if full:
+        raise click.UsageError("--full goes with --json.")
     for line in _info_lines(path):
         click.echo(line)
 

@@ -32,7 +32,7 @@ from .format import open_features
 __all__ = ["EXPORT_FORMATS", "export_features"]
 
 #: Values of ``to`` (``dkrp export --to``).
-EXPORT_FORMATS = ("npy", "parquet", "libsvm")
+from .._choices import EXPORT_FORMATS  # noqa: E402 - one list for the CLI and here
 
 
 def _blocks(features):

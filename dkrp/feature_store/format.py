@@ -320,6 +320,7 @@ def _create(path: Path, attrs: dict):
     group.create_array(
         "Z",
         shape=(n, k),
+        dimension_names=("sample", "component"),  # xarray.open_zarr's dimensions
         chunks=(max(1, attrs["chunk_rows"]), max(1, k)),
         dtype=attrs["dtype"],
         fill_value=np.nan,
@@ -332,6 +333,7 @@ def _create(path: Path, attrs: dict):
     group.create_array(
         "done",
         shape=(attrs["n_chunks"],),
+        dimension_names=("chunk",),
         chunks=(1,),
         dtype="uint8",
         fill_value=0,

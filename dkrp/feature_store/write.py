@@ -193,6 +193,9 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
     import zarr
 
+    from .._store import consolidate
+
+    consolidate(build)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
     group = zarr.open_group(str(build), mode="r+")
     final = dict(attrs)
     final["complete"] = True

@@ -46,6 +46,7 @@ import math
 
 import numpy as np
 
+from .._choices import FOURIER_POOLS, INDEX_DESIGNS, POOLS
 from .._random import block_generator, draw_rows
 from .._threading import _blas_one_thread
 from ._fwht import sorf_project
@@ -66,10 +67,8 @@ __all__ = [
     "krp_pool_bias",
 ]
 
-POOLS = ("iid", "orthogonal", "tight_frame", "structured")
-#: Pools offered for random Fourier features (Gaussian kernel only).
-FOURIER_POOLS = ("iid", "orthogonal", "structured")
-INDEX_DESIGNS = ("random", "balanced")
+# POOLS, FOURIER_POOLS (random Fourier features, Gaussian kernel only) and INDEX_DESIGNS
+# live in dkrp._choices so the command line lists them without importing this module.
 
 #: Cost of one FWHT butterfly operation in units of one GEMM flop, measured with
 #: ``python benchmarks/bench_pools.py --fwht`` (single thread, OpenBLAS 0.3.31,

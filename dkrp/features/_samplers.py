@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._choices import DISTRIBUTIONS
 from .._validation import check_choice, check_real
 
 __all__ = ["hyperplane_sampler", "resolve_density", "index_sampler", "DISTRIBUTIONS"]
-
-DISTRIBUTIONS = ("gaussian", "achlioptas")
 
 
 def resolve_density(density, n_features, distribution="achlioptas"):

@@ -75,6 +75,12 @@ from ._common import _check_finite_block
 #: Target size of one uncompressed chunk of ``X`` when ``chunk_rows`` is not given.
 TARGET_CHUNK_BYTES = 64 * 2**20
 
+#: Small data are split into at least this many chunks per CPU of the ingesting machine
+#: (when chunks stay at least :data:`MIN_DEFAULT_CHUNK_ROWS` rows), so that every worker of a
+#: cluster has a chunk to featurize; at most :data:`TARGET_CHUNK_BYTES` per chunk otherwise.
+CHUNKS_PER_CPU = 2
+MIN_DEFAULT_CHUNK_ROWS = 512
+
 #: Value of the ``dkrp_format`` attribute that marks a dataset store.
 DATASET_FORMAT = "dataset"
 #: Version of the layout described above, recorded as ``format_version``.
@@ -149,9 +155,24 @@ def describe_dataset(path, attrs) -> dict:
     }
 
 
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
+    """Rows per chunk when ``chunk_rows`` is not given: at most :data:`TARGET_CHUNK_BYTES`
+    a chunk, and for small data (``n_samples`` known, > 0) at least ``CHUNKS_PER_CPU`` chunks
+    per CPU, in whole 512- or 2048-row blocks of at least :data:`MIN_DEFAULT_CHUNK_ROWS`."""
     rows = max(1, int(TARGET_CHUNK_BYTES // max(bytes_per_row, 1.0)))
-    return max(1, min(rows, n_samples)) if n_samples > 0 else rows
+    if n_samples <= 0:
+        return rows
+    share = -(-int(n_samples) // (CHUNKS_PER_CPU * _cpu_count()))
+    align = 2048 if share >= 2048 else 512
+    share = max(MIN_DEFAULT_CHUNK_ROWS, -(-share // align) * align)
+    return max(1, min(rows, share, n_samples))
 
 
 def _check_chunk_rows(chunk_rows) -> int | None:
@@ -173,12 +194,14 @@ def _row_chunks(n_samples: int, chunk_rows: int) -> tuple[int, ...]:
 
 def _create_dense(group, name, n_rows, n_cols, chunk_rows, dtype):
     if n_cols is None:
-        shape, chunks = (n_rows,), (chunk_rows,)
+        shape, chunks, dims = (n_rows,), (chunk_rows,), ("sample",)
     else:
         shape, chunks = (n_rows, n_cols), (chunk_rows, max(n_cols, 1))
+        dims = ("sample", "feature")
     return group.create_array(
         name,
         shape=shape,
+        dimension_names=dims,  # xarray.open_zarr reads these as the dimensions
         dtype=np.dtype(dtype),
         chunks=chunks,
         fill_value=0,
@@ -275,6 +298,7 @@ def _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacit
     ):
         xg.create_array(
             name, shape=(n_blocks, width), dtype=arr_dtype, chunks=(1, width),
+            dimension_names=("block", f"{name}_slot"),
             fill_value=0, compressors=_compressors(), config=_ZARR_CONFIG,
         )
     return xg
@@ -301,7 +325,7 @@ def _write_csr_block(xg, block, X, chunk_rows, dtype):
 
 def _read_csr_block(xpath, block, rows, n_features, r0=None, r1=None):
     store = Path(xpath).parent
-    group = zarr.open_group(xpath, mode="r")
+    group = zarr.open_group(xpath, mode="r", use_consolidated=False)
     # read through CheckedArray: a missing or corrupt chunk raises naming it
     member = {name: CheckedArray(store, f"X/{name}", "dataset", group[name])
               for name in ("indptr", "data", "indices")}
@@ -397,7 +421,7 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
             "resume; re-run it with overwrite=True (--overwrite) to rebuild the store, or "
             "pass allow_incomplete=True to open it anyway."),
     )
-    group = zarr.open_group(str(path), mode="r")
+    group = zarr.open_group(str(path), mode="r", use_consolidated=False)
     required = ("n_samples", "n_features", "storage", "chunk_rows", "has_labels")
     missing = [k for k in required if k not in attrs]
     if missing:

@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from .. import _choices
+from .._store import consolidate
 from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
 from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
 from .dataset_store import (
@@ -80,7 +82,8 @@ _INGESTERS = {
         compressible=True,
     ),
     "csv": _Ingester(
-        _ingest_csv, _CSV_SUFFIXES, ("label_column", "drop_columns"), compressible=True
+        _ingest_csv, _CSV_SUFFIXES, ("label_column", "drop_columns", "scheduler"),
+        compressible=True,
     ),
     "npy": _Ingester(_ingest_npy, _NPY_SUFFIXES, ("scheduler",), compressible=False),
     "parquet": _Ingester(
@@ -89,8 +92,10 @@ _INGESTERS = {
     ),
     "idx": _Ingester(_ingest_idx, {".idx"}, ("labels",), compressible=True),
 }
-#: The input formats ``ingest`` reads (``--format`` on the command line).
+#: The input formats ``ingest`` reads (``--format`` on the command line; the CLI reads the
+#: same tuple from dkrp._choices without importing this module)
 INPUT_FORMATS = _FORMATS = tuple(_INGESTERS)
+assert INPUT_FORMATS == _choices.INPUT_FORMATS, "dkrp._choices.INPUT_FORMATS is out of date"
 # MNIST's names: train-images-idx3-ubyte, t10k-labels-idx1-ubyte (their suffix is not ".idx")
 _IDX_NAME = re.compile(r"idx\d-ubyte$")
 
@@ -271,8 +276,10 @@ def ingest(
     parse_bytes : int, optional
         LIBSVM only: bytes of text per parsing task in the first pass (default: about 1/32
         of the file, between 1 and 32 MiB).
-    scheduler : str, optional
-        Dask scheduler for the parallel passes; default: the active one.
+    scheduler : str or distributed.Client, optional
+        Dask scheduler for the parallel passes; default: the active one. CSV is parsed
+        in this process unless ``scheduler`` is given; with it, on the cluster (one task
+        per chunk; unquoted CSV only).
     labels : str or os.PathLike, optional
         IDX only: the matching ``*-idx1-ubyte`` labels file, stored as ``y``.
 
@@ -389,6 +396,9 @@ def ingest(
                 "(sha256sum) or fetch it again."
             ) from exc
         group.attrs.update(info)
+        consolidate(tmp)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
+        # reopened: the group opened before would write its metadata back without them
+        group = zarr.open_group(str(tmp), mode="r+")
         group.attrs["complete"] = True  # last write: the store is whole
     logger.info(
         "ingested %s: %d x %d (%s) in %.2f s",
@@ -398,4 +408,4 @@ def ingest(
         info["storage"],
         time.perf_counter() - started,
     )
-    return zarr.open_group(str(dest), mode="r")
+    return zarr.open_group(str(dest), mode="r", use_consolidated=False)

@@ -13,10 +13,17 @@ from pathlib import Path
 
 import dask.array as da
 import numpy as np
+import zarr
 from dask.base import tokenize
 
-from ._common import _array_from_blocks, _check_finite_block, _open_maybe_compressed
+from ._common import (
+    _array_from_blocks,
+    _check_finite_block,
+    _compression_suffix,
+    _open_maybe_compressed,
+)
 from .dataset_store import (
+    TARGET_CHUNK_BYTES,
     _check_chunk_rows,
     _create_dense,
     _default_chunk_rows,
@@ -24,6 +31,7 @@ from .dataset_store import (
     _row_chunks,
     _write_blocks,
 )
+from .libsvm import _line_aligned_bounds, _read_range
 
 _CSV_SUFFIXES = {".csv"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}
@@ -139,14 +147,32 @@ def _select_columns(source, columns, label_column, drop_columns, n_features):
     return features
 
 
-def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns):
+def _estimate_csv_rows(source, sample_bytes=1 << 16) -> int:
+    """About how many data rows ``source`` holds, from its size and its first lines (an
+    underestimate for a compressed file, which only makes its default chunks smaller)."""
+    with _open_maybe_compressed(Path(source)) as f:
+        head = f.read(sample_bytes)
+    lines = head.count(b"\n")
+    if lines <= 1:
+        return 0
+    if len(head) < sample_bytes:  # the whole file
+        return lines - 1
+    return int(os.path.getsize(source) / (len(head) / lines)) - 1
+
+
+def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns,
+                scheduler=None):
     pd = _import_pandas()
     _check_csv_fields(source)
     header = pd.read_csv(source, nrows=0).columns
     features = _select_columns(source, header, label_column, drop_columns, n_features)
     n_features = len(features)
+    if scheduler is not None:
+        return _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dtype,
+                                      label_column, scheduler)
     if chunk_rows is None:
-        chunk_rows = _default_chunk_rows(max(n_features, 1) * dtype.itemsize, 0)
+        chunk_rows = _default_chunk_rows(max(n_features, 1) * dtype.itemsize,
+                                         _estimate_csv_rows(source))
     usecols = features + ([label_column] if label_column is not None else [])
     X = _create_dense(group, "X", 0, n_features, chunk_rows, dtype)
     y = None
@@ -209,6 +235,106 @@ def _import_parquet():
             "Reading Parquet files needs pyarrow: pip install dkrp[parquet]"
         ) from exc
     return pq
+
+
+def _csv_row_offsets(path, start, stop):
+    """Byte offsets of the data rows (non-blank lines) starting in ``[start, stop)``."""
+    buf = _read_range(path, start, stop)
+    if b'"' in buf:
+        raise ValueError(
+            f"{path}: quoted fields (a comma or line break may sit inside one) cannot be "
+            "split between workers; ingest it without --scheduler/scheduler= (one process)."
+        )
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if len(arr) and arr[-1] != 10:  # a last line without newline
+        ends = np.append(ends, len(arr))
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    length = ends - starts - (arr[np.maximum(ends - 1, 0)] == 13)
+    return starts[length > 0] + start
+
+
+def _csv_block(path, start, stop, header, features, label_column, dtype, store, r0, n_rows):
+    """Parse one row block's bytes of a CSV and write its rows of ``X``; return its labels."""
+    import io
+
+    pd = _import_pandas()
+    usecols = list(features) + ([label_column] if label_column is not None else [])
+    frame = pd.read_csv(io.BytesIO(_read_range(path, start, stop)), header=None,
+                        names=list(header), usecols=usecols)
+    if len(frame) != n_rows:
+        raise RuntimeError(f"{path} changed during ingest: rows {r0}.. hold {len(frame)} rows, "
+                           f"expected {n_rows}")
+    bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
+    if bad:
+        i, value = _first_non_numeric(pd, frame, bad[0])
+        raise ValueError(
+            f"{path}, data row {r0 + i}, column {bad[0]!r}: {value!r} is not a number. Fix "
+            f"the value, or leave the column out with drop_columns=[{bad[0]!r}]."
+        )
+    values = frame[list(features)].to_numpy(dtype=dtype)
+    labels = frame[label_column].to_numpy() if label_column is not None else None
+    _check_finite_block(values, labels, path, r0, list(features), header_lines=1)
+    zarr.open_group(store, mode="r+")["X"][r0:r0 + n_rows] = values
+    return labels
+
+
+def _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dtype,
+                           label_column, scheduler):
+    """The CSV parsed on a Dask cluster: one task per row block finds its rows' byte offsets
+    (a file decompressed first), then one task per chunk parses its bytes with pandas and
+    writes its rows of ``X``; the labels come back to be written as ``y``."""
+    import shutil
+
+    import dask
+
+    path = Path(source)
+    if _compression_suffix(path):
+        text = Path(tmp) / "_decompressed_source.csv"  # inside tmp: removed on failure
+        with _open_maybe_compressed(path) as src, open(text, "wb") as out:
+            shutil.copyfileobj(src, out, 4 * 2**20)
+        path = text
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            header_end = len(handle.readline())
+        parse_bytes = int(min(32 * 2**20, max(2**20, -(-size // 32))))
+        bounds = [(max(a, header_end), b) for a, b in
+                  _line_aligned_bounds(path, size, parse_bytes) if b > header_end]
+        scan = dask.delayed(_csv_row_offsets, pure=True)
+        pieces = dask.compute(*[scan(str(path), a, b) for a, b in bounds], scheduler=scheduler)
+        offsets = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+        n_samples, width = len(offsets), len(features)
+        if chunk_rows is None:
+            chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+        _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+        write = dask.delayed(_csv_block, pure=True)
+        tasks = []
+        for r0 in range(0, n_samples, chunk_rows):
+            r1 = min(r0 + chunk_rows, n_samples)
+            stop = int(offsets[r1]) if r1 < n_samples else size
+            tasks.append(write(str(path), int(offsets[r0]), stop, list(header), features,
+                               label_column, dtype.name, str(tmp), r0, r1 - r0))
+        labels = dask.compute(*tasks, scheduler=scheduler)
+    finally:
+        if path != Path(source) and path.exists():
+            path.unlink()
+    label_dtype = None
+    if label_column is not None:
+        y = np.concatenate(labels) if labels else np.zeros(0)
+        label_dtype = _label_dtype(y.dtype.kind in "iub")
+        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)[:] = y.astype(
+            label_dtype)
+    return {
+        "n_samples": n_samples,
+        "n_features": width,
+        "storage": "dense",
+        "dtype": dtype.name,
+        "chunk_rows": chunk_rows,
+        "has_labels": label_column is not None,
+        "label_dtype": None if label_dtype is None else label_dtype.name,
+        "feature_names": features,
+    }
 
 
 def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_features=None):
@@ -310,7 +436,8 @@ def from_parquet(path, columns=None, chunk_rows: int | None = None, dtype="float
     columns : list of str, optional
         Columns to read, in order; default all (all must be numeric or boolean).
     chunk_rows : int, optional
-        Rows per block; default about 64 MiB per block.
+        Rows per block; default whole row groups (a block never cuts one), merged up to
+        about 64 MiB per block (a larger row group is one block of its own).
     dtype : str or numpy.dtype, default="float64"
         dtype of the result (nulls become NaN, so keep it floating if there may be nulls).
 
@@ -329,12 +456,33 @@ def from_parquet(path, columns=None, chunk_rows: int | None = None, dtype="float
     path = Path(path).expanduser().absolute()
     dtype = np.dtype(dtype)
     n_rows, features, _ = _parquet_schema(path, columns)
-    chunk_rows = _check_chunk_rows(chunk_rows) or _default_chunk_rows(
-        max(len(features), 1) * dtype.itemsize, n_rows
-    )
-    token = tokenize(str(path), os.stat(path).st_mtime_ns, features, dtype.name, chunk_rows)
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    if chunk_rows is None:  # whole row groups: no block decodes a group another one decodes
+        pfile = _import_parquet().ParquetFile(path)
+        sizes = [pfile.metadata.row_group(i).num_rows for i in range(pfile.num_row_groups)]
+        chunks = _row_group_chunks(sizes, max(len(features), 1) * dtype.itemsize)
+    else:
+        chunks = _row_chunks(n_rows, chunk_rows)
+    token = tokenize(str(path), os.stat(path).st_mtime_ns, features, dtype.name, chunks)
     return _array_from_blocks(
         "from-parquet", _parquet_values, (str(path), features, dtype.name),
-        _row_chunks(n_rows, chunk_rows), len(features), np.empty((0, len(features)), dtype=dtype),
-        token,
+        chunks, len(features), np.empty((0, len(features)), dtype=dtype), token,
     )
+
+
+def _row_group_chunks(sizes, row_bytes, max_bytes=TARGET_CHUNK_BYTES) -> tuple[int, ...]:
+    """Row blocks made of whole Parquet row groups: consecutive groups are merged up to
+    ``max_bytes`` of output a block, and a group is never split (pyarrow decodes whole row
+    groups, so every block that cut one would decode all of it: eight blocks of one
+    400k-row group took 1.04 s against 0.15 s for one block). A group larger than
+    ``max_bytes`` is one block; the writer held it in memory too."""
+    max_rows = max(1, int(max_bytes) // max(1, int(row_bytes)))
+    chunks, current = [], 0
+    for size in (int(s) for s in sizes if s > 0):
+        if current and current + size > max_rows:
+            chunks.append(current)
+            current = 0
+        current += size
+    if current:
+        chunks.append(current)
+    return tuple(chunks) or (0,)
