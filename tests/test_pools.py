@@ -8,12 +8,15 @@ from scipy.linalg import hadamard
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dkrp
+from dkrp._random import draw_rows
 from dkrp.features._fwht import fwht
 from dkrp.features._pools import (
     balanced_indices,
     krp_pool_bias,
     orthogonal_pool,
+    padded_size,
     structured_pool,
+    structured_project,
     structured_signs,
     tight_frame_pool,
     use_fwht,
@@ -32,7 +35,7 @@ def _krp(pool, index_design="random", **kw):
 
 
 # -- the pools' defining properties ------------------------------------------------
-@pytest.mark.parametrize("p, d", [(40, 7), (256, 256), (5, 9)])
+@pytest.mark.parametrize("p, d", [(40, 7), (256, 256), (5, 9), (1, 5)])
 def test_tight_frame_is_tight(p, d):
     R = tight_frame_pool(4, p, d)
     assert R.shape == (p, d)
@@ -91,6 +94,64 @@ def test_fwht_path_equals_gemm_path():
     np.testing.assert_allclose(krp.transform(X), gemm.transform(X), rtol=1e-10, atol=1e-10)
 
 
+# -- small parts, pinned (survivors of the mutation run, tests/MUTATION.md) -----------
+def test_padded_size_is_the_next_power_of_two():
+    assert [padded_size(d) for d in (1, 2, 3, 4, 5, 54, 784, 1024)] == [
+        1, 2, 4, 4, 8, 64, 1024, 1024]
+
+
+def test_use_fwht_rule_at_its_boundary():
+    # ceil(p/D) * 3 D log2(D) * 16 < 2 d p: d = 192, p = 256 (D = 256) is the equality
+    # case, so GEMM; one more feature tips it to FWHT.
+    assert not use_fwht(192, 256)
+    assert use_fwht(193, 256)
+    # A partial block costs a whole one: with p = 257 the FWHT runs two blocks of D = 256.
+    assert not use_fwht(200, 257)
+    assert not use_fwht(1, 10**6) and not use_fwht(2, 10**6)
+
+
+def test_pools_of_zero_rows():
+    assert orthogonal_pool(0, 0, 5).shape == (0, 5)
+    assert tight_frame_pool(0, 0, 5).shape == (0, 5)
+
+
+def test_tight_frame_is_the_iid_gaussian_pool_made_tight():
+    p, d = 40, 7
+    G = draw_rows(4, "pool", p, lambda rng, n: rng.standard_normal((n, d)))
+    w, V = np.linalg.eigh(G.T @ G / p)
+    np.testing.assert_allclose(tight_frame_pool(4, p, d), G @ (V / np.sqrt(w)) @ V.T,
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_structured_pool_refuses_padded_sizes_beyond_exact_arithmetic():
+    # D**3 < 2**53 keeps the materialised pool exact: D = 2**17 is the largest allowed.
+    # (n_features=1 keeps the check cheap; it depends on the signs' D only.)
+    assert structured_pool(structured_signs(0, 1, 2**17), 1, 1).shape == (1, 1)
+    with pytest.raises(ValueError, match=r"supports n_features <= 2\*\*17, got 1\.$"):
+        structured_pool(structured_signs(0, 1, 2**18), 1, 1)
+
+
+def test_krp_pool_bias_value():
+    assert krp_pool_bias(2.0, 3.0, 1.5, 11) == pytest.approx(-(2.0 * 3.0 + 1.5**2) / 10)
+
+
+def test_structured_project_dtype_offset_and_scale():
+    d, p = 12, 40
+    signs = structured_signs(3, p, d)
+    S = structured_pool(signs, p, d)
+    X = np.arange(2 * d).reshape(2, d)  # integers are projected in float64
+    Z = structured_project(X, signs, p)
+    assert Z.dtype == np.float64
+    np.testing.assert_allclose(Z, X @ S.T, rtol=1e-12, atol=1e-12)
+    Z32 = structured_project(X.astype(np.float32), signs, p, scale=0.5)
+    assert Z32.dtype == np.float32
+    np.testing.assert_allclose(Z32, 0.5 * X @ S.T, rtol=1e-5)
+    out = np.zeros((5, p))  # rows [3, 5) are filled, from a CSR block
+    structured_project(sp.csr_matrix(X.astype(float)), signs, p, out=out, out_row0=3)
+    np.testing.assert_allclose(out[3:], X @ S.T, rtol=1e-12, atol=1e-12)
+    assert not out[:3].any()
+
+
 # -- balanced index design -------------------------------------------------------
 @pytest.mark.parametrize("k, w, p", [(1000, 2, 976), (1000, 60, 976), (37, 5, 11), (3, 7, 7)])
 def test_balanced_indices_use_every_row_equally_and_stay_distinct(k, w, p):
@@ -100,6 +161,21 @@ def test_balanced_indices_use_every_row_equally_and_stay_distinct(k, w, p):
     assert counts.max() - counts.min() <= 1
     assert all(len(np.unique(row)) == w for row in idx)
     assert np.array_equal(idx, balanced_indices(5, k, w, p))
+
+
+def test_balanced_indices_are_pinned_across_rounds():
+    # Several rounds (permutations q = 0, 1, ...) with chunks spanning their ends: pins
+    # the per-round streams and the reordering that keeps a component's indices distinct.
+    assert balanced_indices(0, 10, 3, 7).tolist() == [
+        [4, 6, 2], [0, 1, 3], [5, 4, 1], [2, 5, 6], [0, 3, 6], [4, 2, 1], [0, 3, 5],
+        [6, 4, 3], [2, 0, 1], [5, 4, 2]]
+    assert balanced_indices(2, 6, 4, 5).tolist() == [
+        [2, 0, 4, 1], [3, 2, 0, 4], [3, 1, 0, 4], [3, 1, 2, 4], [1, 3, 2, 0], [2, 4, 1, 3]]
+
+
+def test_balanced_indices_refuse_a_width_beyond_the_pool():
+    with pytest.raises(ValueError, match=r"^width \(8\) must not exceed pool_size \(7\)\.$"):
+        balanced_indices(0, 3, 8, 7)
 
 
 def test_balanced_indices_overlap_less_than_random():

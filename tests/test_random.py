@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -17,7 +18,15 @@ from hypothesis import strategies as st
 from projector_cases import BASELINE_MAPS, PROJECTORS
 
 import dkrp
-from dkrp._random import BLOCK_SIZE, block_generator, draw_block, draw_rows
+from dkrp._random import (
+    BLOCK_SIZE,
+    array_checksum,
+    block_generator,
+    draw_block,
+    draw_rows,
+    resolve_seed,
+    stream_id,
+)
 from dkrp._spec import SPEC_FORMAT_VERSION, registered_projectors
 from dkrp._threading import limit_threads
 from dkrp.features.independent import IndependentPolynomialProjection
@@ -130,6 +139,66 @@ def test_seed_changes_features(name):
     b = BASELINE_MAPS[name]().set_params(random_state=12).fit(X)
     assert a.spec_checksum_ != b.spec_checksum_
     assert not np.allclose(a.transform(X), b.transform(X))
+
+
+# -- the contract's small parts, pinned (survivors of the mutation run, tests/MUTATION.md) --
+def test_stream_id_is_the_crc32_of_the_utf8_name_and_block_defaults_to_0():
+    assert stream_id("pool") == zlib.crc32(b"pool") == 2945558918
+    assert stream_id("pool-\u00e9") == zlib.crc32("pool-\u00e9".encode("utf-8"))
+    assert np.array_equal(block_generator(3, "pool").standard_normal(4),
+                          block_generator(3, "pool", 0).standard_normal(4))
+
+
+def test_resolve_seed_none_draws_a_fresh_63_bit_seed():
+    seeds = [resolve_seed(None) for _ in range(8)]
+    assert len(set(seeds)) == len(seeds)
+    assert all(type(s) is int and 0 <= s < 2**63 for s in seeds)
+    # All eight below 2**32 has probability 2**-248 for 63-bit seeds (certain for 32-bit).
+    assert max(seeds) >= 2**32
+
+
+def test_resolve_seed_takes_non_negative_integers_as_they_are():
+    assert resolve_seed(0) == 0
+    assert resolve_seed(2**63 - 1) == 2**63 - 1
+    seed = resolve_seed(np.int64(7))
+    assert seed == 7 and type(seed) is int
+
+
+@pytest.mark.parametrize("bad", [True, 1.0, "3", np.random.default_rng(0),
+                                 np.random.RandomState(0)], ids=type)
+def test_resolve_seed_refuses_everything_but_an_integer_or_none(bad):
+    with pytest.raises(ValueError) as info:
+        resolve_seed(bad)
+    assert str(info.value) == (
+        "random_state must be a non-negative integer or None (dkrp projectors are defined "
+        f"by an integer seed so any worker can regenerate them); got {bad!r}."
+    )
+    with pytest.raises(ValueError) as info:
+        resolve_seed(-1)
+    assert str(info.value) == "random_state must be a non-negative integer or None, got -1."
+
+
+def test_draw_rows_and_draw_block_at_the_edges():
+    def sampler(rng, n):
+        return rng.standard_normal((n, 3))
+
+    assert draw_rows(9, "pool", 0, sampler).shape == (0, 3)
+    assert draw_block(9, "pool", 2, 2 * BLOCK_SIZE, sampler).shape == (0, 3)  # past the end
+    rows = draw_rows(9, "pool", BLOCK_SIZE + 10, sampler)
+    assert rows.shape == (BLOCK_SIZE + 10, 3)
+    assert np.array_equal(draw_block(9, "pool", 1, BLOCK_SIZE + 10, sampler), rows[BLOCK_SIZE:])
+
+
+def test_array_checksum_covers_dtype_shape_and_bytes():
+    a = np.arange(4.0)
+    # Pinned: spec checksums written by earlier versions must still verify.
+    assert array_checksum(a) == "95a56f5c5326a754319b156ebe89a1764619fa5fdf8bae5385f03245be5d6424"
+    assert array_checksum(a) != array_checksum(a.view(np.int64))  # same bytes, other dtype
+    assert array_checksum(a) != array_checksum(a.reshape(2, 2))  # same bytes, other shape
+    assert array_checksum(a) != array_checksum(a + 1)
+    assert array_checksum(a, a) != array_checksum(a)
+    F = np.asfortranarray(a.reshape(2, 2))
+    assert array_checksum(F) == array_checksum(a.reshape(2, 2))  # C order, whatever the layout
 
 
 # -- the seed contract as a property over inputs and row chunkings ---------------------
