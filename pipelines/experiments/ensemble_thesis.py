@@ -26,13 +26,16 @@ times are wall-clock seconds on this machine, shared with whatever else runs on 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_csv  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[2] / "results" / "ensemble"
 
@@ -50,12 +53,7 @@ def load(name, n_train, n_test, seed):
 
 
 def write(name, rows):
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / name, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {OUT / name}", flush=True)
+    write_csv(OUT, name, rows)
 
 
 def majority_curve(votes, y, classes):

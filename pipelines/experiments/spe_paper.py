@@ -34,8 +34,8 @@ the paper describes.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -47,17 +47,15 @@ from sklearn.svm import SVC, LinearSVC
 import dkrp
 from dkrp.features.sign_product import unpack_bits
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_csv  # noqa: E402
+
 OUT = Path(__file__).resolve().parents[2] / "results" / "spe"
 PAPER = {"exact": 0.87, "sketch->bits": 0.742, "bits->sketch": 0.795}
 
 
 def write(name, rows):
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / name, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {OUT / name}", flush=True)
+    write_csv(OUT, name, rows)
 
 
 def synthetic(n, raw=False):

@@ -16,7 +16,7 @@ Random Maclaurin, TensorSketch and exact-SVC baselines.
 from __future__ import annotations
 
 import argparse
-import csv
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +25,9 @@ import numpy as np
 import dkrp
 from dkrp.datasets import load_usps as load_usps_split
 from dkrp.features import _srf_fit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_csv  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[2] / "results" / "srf"
 
@@ -40,12 +43,7 @@ def normalise(X):
 
 
 def write(name, rows):
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / name, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    print(f"wrote {OUT / name}")
+    write_csv(OUT, name, rows)
 
 
 def floors(args):
