@@ -12,6 +12,7 @@ write protocol in :mod:`dkrp.feature_store`, the worker check in
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import shutil
 import time
@@ -287,7 +288,8 @@ def featurize_to_store(
     if plan["action"] != "noop":
         current = get_client()
         # workers starved of memory first: they may not even answer the check
-        budget = task_budget(current) if current is not None else None
+        budget = (task_budget(current, type(projector).__module__)
+                  if current is not None else None)
         if check and current is not None:
             check_workers(current, projector)  # the same hyperplanes everywhere, or stop
         if budget is not None and plan["task_memory"] > budget:
@@ -393,12 +395,14 @@ def _worker_rss(dask_worker=None):
     return psutil.Process().memory_info().rss
 
 
-def task_budget(client) -> float | None:
+def task_budget(client, module=None) -> float | None:
     """Bytes one task may use on the tightest worker of ``client`` (None: no limits).
 
     ``(pause * memory_limit - memory in use) / threads``, ``pause`` being
     ``distributed.worker.memory.pause`` (0.8 by default: a worker above it takes no
-    new task).
+    new task). ``module`` (a dotted name, e.g. the projector's module) is imported on
+    every worker first, so the memory in use counts the code a task will load
+    (``import dkrp`` itself loads none of it).
 
     Raises
     ------
@@ -409,7 +413,12 @@ def task_budget(client) -> float | None:
     import dask
 
     workers = client.scheduler_info(n_workers=-1)["workers"]
-    in_use = client.run(_worker_rss, on_error="return")
+    died = {}
+    if module is not None:  # a worker killed by its nanny while importing it: reported below
+        loaded = client.run(importlib.import_module, module, on_error="return")
+        died = {address: result for address, result in loaded.items()
+                if isinstance(result, BaseException) and not isinstance(result, ImportError)}
+    in_use = {**client.run(_worker_rss, on_error="return"), **died}
     pause = dask.config.get("distributed.worker.memory.pause", 0.8) or 0.95
     budget = None
     for address, info in workers.items():

@@ -136,7 +136,7 @@ def test_default_ingest_gives_every_worker_a_chunk(tmp_path, source, args):
 def test_featurize_reports_wall_time_dashboard_and_a_noop_rerun(tmp_path):
     np.save(tmp_path / "X.npy", np.random.default_rng(0).standard_normal((3000, 6)))
     args = ["featurize", tmp_path / "X.npy", tmp_path / "f.zarr", "--n-components", 20,
-            "--n-workers", 1, "--quiet"]
+            "--n-workers", 1]
     first = _run(*args)
     assert first.exit_code == 0, first.output
     assert "dask dashboard: http://127.0.0.1:" in first.output
@@ -145,6 +145,8 @@ def test_featurize_reports_wall_time_dashboard_and_a_noop_rerun(tmp_path):
     assert again.exit_code == 0, again.output
     assert "nothing to do (store complete)" in again.output
     assert "rows/s" not in again.output and "dashboard" not in again.output  # no cluster
+    quiet = _run(*args[:2], tmp_path / "g.zarr", *args[3:], "--quiet")
+    assert quiet.exit_code == 0 and "dashboard" not in quiet.output
 
 
 def test_info_json_summarises_learnt_arrays(tmp_path, scheduler_address):

@@ -118,7 +118,7 @@ def _cluster_options(func):
 
 
 @contextlib.contextmanager
-def _client(scheduler, scheduler_file, n_workers, memory_limit):
+def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
     import dask
 
     from ..parallel import connect
@@ -133,7 +133,7 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit):
     try:
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
-            if not (scheduler or scheduler_file):
+            if not (scheduler or scheduler_file or quiet):
                 click.echo(f"dask dashboard: {client.dashboard_link}", err=True)
             try:
                 yield client

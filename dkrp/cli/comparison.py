@@ -64,7 +64,7 @@ def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers
             click.echo(f"demo [{time.perf_counter() - t0:6.1f} s]: {line}...", err=True)
 
     with _terminate_as_interrupt(), _as_click_errors(), \
-            _client(scheduler, scheduler_file, n_workers, memory_limit) as c:
+            _client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as c:
         # a temporary workdir is removed on the way out, Ctrl-C and `kill` included
         rows = run_demo(dataset, client=c, workdir=workdir, seed=seed, max_train=max_train,
                         progress=not quiet, report=report)

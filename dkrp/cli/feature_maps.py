@@ -287,7 +287,7 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
         summary, _, _ = featurize_to_store(
             input_path, output, projector,
             client=lambda: stack.enter_context(
-                _client(scheduler, scheduler_file, n_workers, memory_limit)),
+                _client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
             chunk_rows=chunk_rows, dry_run=dry_run, **(scaling or {}),

@@ -235,7 +235,7 @@ def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memo
         report = verify_store(
             store, repair=repair, input=input_path, progress=not quiet,
             client=lambda: stack.enter_context(
-                _client(scheduler, scheduler_file, n_workers, memory_limit)),
+                _client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
         )
     for line in _verify_lines(report):
         click.echo(line)
