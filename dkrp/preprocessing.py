@@ -36,8 +36,7 @@ import numpy as np
 
 __all__ = ["SCALE_ROWS", "fit_preprocessing", "fit_scaled", "preprocess"]
 
-#: Values of ``scale_rows`` (``--scale-rows``).
-SCALE_ROWS = ("unit",)
+from ._choices import SCALE_ROWS  # noqa: E402 - one list for the CLI and here
 
 
 def _is_dask(X) -> bool:

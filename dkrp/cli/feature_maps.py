@@ -11,9 +11,8 @@ import time
 
 import click
 
-from .._choices import DISTRIBUTIONS, FLOAT_DTYPE_NAMES, INDEX_DESIGNS, POOLS
+from .._choices import DISTRIBUTIONS, FLOAT_DTYPE_NAMES, INDEX_DESIGNS, POOLS, SCALE_ROWS
 from ..methods import method_names
-from ..preprocessing import SCALE_ROWS
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
 

@@ -366,6 +366,7 @@ def _write_labels(path: Path, labels, chunk_rows: int):
         "y", shape=values.shape, chunks=(max(1, int(chunk_rows)),), dtype=values.dtype,
         fill_value=0, compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
         config={"write_empty_chunks": True}, overwrite=True,
+        dimension_names=("sample",),  # xarray.open_zarr's dimensions
     )
     y[:] = values
 
