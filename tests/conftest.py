@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +120,17 @@ def small_store(tmp_path):
     dest = tmp_path / "x.zarr"
     ingest(tmp_path / "x.npy", dest, chunk_rows=3)
     return dest
+
+
+def stop_processes(procs, logs=()):
+    """Terminate real scheduler/worker subprocesses (last started first), then close logs."""
+    for p in reversed(procs):
+        p.terminate()
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for log in logs:
+        log.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import stop_processes
 
 from dkrp.cli import main
 from dkrp.feature_store import open_features
@@ -179,16 +180,7 @@ def test_featurize_against_real_scheduler_and_workers(tmp_path):
         Z = open_features(tmp_path / "f.zarr").Z.compute()
         assert np.allclose(Z, krp.fit(X).transform(X), rtol=1e-10, atol=1e-10)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for log in logs:
-            log.close()
+        stop_processes(procs, logs)
 
 
 # -- help, methods, `python -m dkrp`, `dask dkrp` ------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import stop_processes
 
 from dkrp import PolynomialRandomProjection
 from dkrp.feature_store import open_features
@@ -117,16 +118,7 @@ def tls_cluster(tmp_path):
                 time.sleep(0.5)
         yield {"address": address, "env": client_env, "port": port}
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for log in logs:
-            log.close()
+        stop_processes(procs, logs)
 
 
 def test_featurize_over_tls_is_byte_identical_and_plain_clients_are_refused(tmp_path,

@@ -41,6 +41,13 @@ ROW_BLOCK = 1024
 COSINES = ("dkrp", "numpy")
 
 
+def draw_phases(seed, feature_map, m):
+    """Phases b_i ~ U[0, 2π) for the "cos" form (stream "phases"); zeros for the pair form."""
+    if feature_map == "cos":
+        return draw_rows(seed, "phases", m, lambda rng, n: rng.uniform(0.0, 2.0 * np.pi, size=n))
+    return np.zeros(m)
+
+
 class RandomFourierFeatures(BaseProjector):
     r"""Random Fourier features for the Gaussian and Laplacian kernels.
 
@@ -224,12 +231,7 @@ class RandomFourierFeatures(BaseProjector):
                 if self.uses_fwht_
                 else math.sqrt(2.0 * gamma) * structured_pool(self.pool_signs_, m, n_features)
             )
-        if self.feature_map == "cos":
-            self.random_offset_ = draw_rows(
-                self.seed_, "phases", m, lambda rng, n: rng.uniform(0.0, 2.0 * np.pi, size=n)
-            )
-        else:
-            self.random_offset_ = np.zeros(m)
+        self.random_offset_ = draw_phases(self.seed_, self.feature_map, m)
         self.n_components_ = self.n_components
 
     def _state_arrays(self):

@@ -23,7 +23,7 @@ from .._random import draw_rows
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
 from . import _srf_fit
-from .fourier import FEATURE_MAPS, cosine_features, set_cosine
+from .fourier import FEATURE_MAPS, cosine_features, draw_phases, set_cosine
 
 __all__ = ["SphericalRandomFeatures"]
 
@@ -183,12 +183,7 @@ class SphericalRandomFeatures(BaseProjector):
 
         m = self._n_frequencies
         self.random_weights_ = draw_rows(self.seed_, "frequencies", m, sample)
-        if self.feature_map == "cos":
-            self.random_offset_ = draw_rows(
-                self.seed_, "phases", m, lambda rng, n: rng.uniform(0.0, 2.0 * np.pi, size=n)
-            )
-        else:
-            self.random_offset_ = np.zeros(m)
+        self.random_offset_ = draw_phases(self.seed_, self.feature_map, m)
         self.n_components_ = self.n_components
 
     def _state_arrays(self):
