@@ -20,6 +20,7 @@ from .dataset_store import (
     _check_chunk_rows,
     _create_dense,
     _default_chunk_rows,
+    _dense_attrs,
     _label_dtype,
     _row_chunks,
     _write_blocks,
@@ -66,15 +67,7 @@ def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler)
     _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
     _write_blocks(_npy_block, (str(source),), n_samples, chunk_rows, str(tmp), dtype, None,
                   str(source), None, scheduler)
-    return {
-        "n_samples": int(n_samples),
-        "n_features": int(width),
-        "storage": "dense",
-        "dtype": dtype.name,
-        "chunk_rows": chunk_rows,
-        "has_labels": False,
-        "label_dtype": None,
-    }
+    return _dense_attrs(n_samples, width, dtype, chunk_rows)
 
 
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -170,16 +163,9 @@ def _ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
         group["X"][r0:r1] = X[r0:r1].astype(dtype)
         if y is not None:
             group["y"][r0:r1] = y[r0:r1].astype(label_dtype)
-    return {
-        "n_samples": int(n_samples),
-        "n_features": int(width),
-        "storage": "dense",
-        "dtype": dtype.name,
-        "chunk_rows": chunk_rows,
-        "has_labels": y is not None,
-        "label_dtype": None if y is None else np.dtype(label_dtype).name,
-        **({"labels_sha256": file_sha256(labels)} if labels is not None else {}),
-    }
+    return _dense_attrs(n_samples, width, dtype, chunk_rows,
+                        None if y is None else label_dtype,
+                        **({"labels_sha256": file_sha256(labels)} if labels is not None else {}))
 
 
 def from_npy(path, chunk_rows: int | None = None) -> da.Array:

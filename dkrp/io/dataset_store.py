@@ -162,6 +162,20 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _dense_attrs(n_samples, n_features, dtype, chunk_rows, label_dtype=None, **extra) -> dict:
+    """The group attributes every ingester of a dense ``X`` (and optional ``y``) records."""
+    return {
+        "n_samples": int(n_samples),
+        "n_features": int(n_features),
+        "storage": "dense",
+        "dtype": np.dtype(dtype).name,
+        "chunk_rows": chunk_rows,
+        "has_labels": label_dtype is not None,
+        "label_dtype": None if label_dtype is None else np.dtype(label_dtype).name,
+        **extra,
+    }
+
+
 def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
     """Rows per chunk when ``chunk_rows`` is not given: at most :data:`TARGET_CHUNK_BYTES`
     a chunk, and for small data (``n_samples`` known, > 0) at least ``CHUNKS_PER_CPU`` chunks

@@ -27,6 +27,7 @@ from .dataset_store import (
     _check_chunk_rows,
     _create_dense,
     _default_chunk_rows,
+    _dense_attrs,
     _label_dtype,
     _row_chunks,
     _write_blocks,
@@ -214,16 +215,8 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
     if label_column is not None and y is None:  # empty file: still record an empty y
         label_dtype = np.dtype("float64")
         _create_dense(group, "y", 0, None, chunk_rows, label_dtype)
-    return {
-        "n_samples": row0,
-        "n_features": n_features,
-        "storage": "dense",
-        "dtype": dtype.name,
-        "chunk_rows": chunk_rows,
-        "has_labels": label_column is not None,
-        "label_dtype": None if label_dtype is None else label_dtype.name,
-        "feature_names": features,
-    }
+    return _dense_attrs(row0, n_features, dtype, chunk_rows, label_dtype,
+                        feature_names=features)
 
 
 def _import_parquet():
@@ -325,16 +318,8 @@ def _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dty
         label_dtype = _label_dtype(y.dtype.kind in "iub")
         _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)[:] = y.astype(
             label_dtype)
-    return {
-        "n_samples": n_samples,
-        "n_features": width,
-        "storage": "dense",
-        "dtype": dtype.name,
-        "chunk_rows": chunk_rows,
-        "has_labels": label_column is not None,
-        "label_dtype": None if label_dtype is None else label_dtype.name,
-        "feature_names": features,
-    }
+    return _dense_attrs(n_samples, width, dtype, chunk_rows, label_dtype,
+                        feature_names=features)
 
 
 def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_features=None):
@@ -409,16 +394,8 @@ def _ingest_parquet(source, tmp, group, *, n_features, chunk_rows, dtype, label_
         dtype, None if label_dtype is None else label_dtype.name, str(source), features,
         scheduler,
     )
-    return {
-        "n_samples": int(n_samples),
-        "n_features": width,
-        "storage": "dense",
-        "dtype": dtype.name,
-        "chunk_rows": chunk_rows,
-        "has_labels": label_column is not None,
-        "label_dtype": None if label_dtype is None else label_dtype.name,
-        "feature_names": features,
-    }
+    return _dense_attrs(int(n_samples), width, dtype, chunk_rows, label_dtype,
+                        feature_names=features)
 
 
 def _parquet_values(path, features, dtype, r0, r1):
