@@ -1,5 +1,5 @@
 """The ``dkrp`` command (also ``dask dkrp`` and ``python -m dkrp``): ingest, featurize,
-info, verify, methods, demo, train, predict.
+info, verify, methods, demo, train, predict, experiment.
 
 The only place in dkrp that prints. User errors (missing files, bad parameters,
 a store made by another run, NaN in the input) become ``click.ClickException``:
@@ -20,6 +20,8 @@ Modules
         ``train``, ``predict``.
     :mod:`~dkrp.cli.comparison`
         ``demo``.
+    :mod:`~dkrp.cli.experiments`
+        ``experiment`` (the papers' tables, and ``results/REPRODUCTION.md``).
 
 Each command module registers its commands on ``main`` when imported; this
 package imports them all, so ``dkrp.cli:main`` (the console script and the
@@ -28,7 +30,7 @@ package imports them all, so ``dkrp.cli:main`` (the console script and the
 
 from __future__ import annotations
 
-from . import comparison, models, stores  # noqa: F401 - importing registers the commands
+from . import comparison, experiments, models, stores  # noqa: F401 - importing registers the commands
 from ._group import main
 from .feature_maps import OPTION_FLAGS as OPTION_FLAGS
 from .feature_maps import featurize as featurize
