@@ -146,6 +146,7 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
         "repeats": repeats,
         "seed": seed,
         "params": params,
+        "overrides": dict(overrides or {}),
         "started_utc": started.isoformat(timespec="seconds"),
         "cluster": None if client is None else _describe_client(client),
         "notes": experiment.notes,
@@ -287,11 +288,17 @@ def summary_markdown(experiment, frame, meta) -> str:
         + (f"; cluster: {meta['cluster']}" if meta.get("cluster") else "; no cluster") + ".",
         "",
         f"Re-run: `dkrp experiment {experiment.name} --profile {meta['profile']} "
-        f"--repeats {meta['repeats']} --seed {meta['seed']}`",
+        f"--repeats {meta['repeats']} --seed {meta['seed']}"
+        + "".join(f" --set '{k}={json.dumps(v)}'" for k, v in meta.get("overrides", {}).items())
+        + "`",
         "",
     ]
     if experiment.notes:
         lines += [experiment.notes, ""]
+    if meta.get("overrides"):
+        changed = " ".join(f"--set {k}={json.dumps(v)}" for k, v in meta["overrides"].items())
+        lines += [f"Changed from the profile: `{changed}` (the full parameters are in "
+                  f"{MARKER}).", ""]
     lines += ["Cells: mean ± standard deviation over the repeats.", ""]
     lines.append("| " + " | ".join(keys + metrics + ["n"]) + " |")
     lines.append("|" + "---|" * (len(keys) + len(metrics) + 1))
