@@ -50,6 +50,15 @@ def test_overrides_and_repeats(tmp_path):
         run_and_write(_toy(), output=tmp_path, overrides={"kk": 5})
 
 
+def test_tags_put_parts_side_by_side(tmp_path):
+    a = run_and_write(_toy(), output=tmp_path, tag="part-a", repeats=1)
+    b = run_and_write(_toy(), output=tmp_path, tag="part-b", repeats=1)
+    assert (a.name, b.name) == ("toy-part-a", "toy-part-b")
+    assert json.loads((a / MARKER).read_text())["tag"] == "part-a"
+    with pytest.raises(ValueError, match="tag must be"):
+        run_and_write(_toy(), output=tmp_path, tag="../escape")
+
+
 def test_a_failed_run_leaves_nothing_that_looks_complete(tmp_path):
     done = run_and_write(_toy(), output=tmp_path)
     before = (done / "runs.csv").read_bytes()

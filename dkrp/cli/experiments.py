@@ -39,11 +39,13 @@ def _parse_set(values):
               show_default=True, help="Parent folder: the run writes OUTPUT/NAME/.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Change one profile parameter (JSON value), e.g. --set 'datasets=[\"w8a\"]'.")
+@click.option("--tag", help="Write OUTPUT/NAME-TAG/ (parts of one experiment side by side; "
+                           "the report reads them all).")
 @click.option("--local", is_flag=True,
               help="Featurize in this process instead of on a Dask cluster.")
 @_cluster_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-def experiment(name, list_, profile, repeats, seed, output, settings, local, scheduler,
+def experiment(name, list_, profile, repeats, seed, output, settings, tag, local, scheduler,
                scheduler_file, n_workers, memory_limit, quiet):
     """Run experiment NAME and write OUTPUT/NAME/: runs.csv (every run, with seeds,
     versions and machine), summary.md (mean ± std over repeats) and PNG plots.
@@ -90,11 +92,11 @@ def experiment(name, list_, profile, repeats, seed, output, settings, local, sch
             if scheduler or scheduler_file or n_workers or memory_limit:
                 raise click.UsageError("--local runs without a cluster; drop the cluster options.")
             folder = run_experiment(name, profile=profile, repeats=repeats, output=output,
-                                    seed=seed, report=report, overrides=overrides)
+                                    seed=seed, report=report, overrides=overrides, tag=tag)
         else:
             with _client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as client:
                 folder = run_experiment(name, profile=profile, repeats=repeats, output=output,
                                         seed=seed, client=client, report=report,
-                                        overrides=overrides)
+                                        overrides=overrides, tag=tag)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"wrote {folder} in {time.perf_counter() - t0:.1f} s")

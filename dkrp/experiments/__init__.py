@@ -66,9 +66,10 @@ def get_experiment(name):
 
 
 def run_experiment(name, *, profile="quick", repeats=None, output="results", seed=0,
-                   client=None, report=None, overrides=None):
+                   client=None, report=None, overrides=None, tag=None):
     """Run one experiment and write ``output/name/``; see :func:`._outputs.run_and_write`."""
     from ._outputs import run_and_write
 
     return run_and_write(get_experiment(name), profile=profile, repeats=repeats, output=output,
-                         seed=seed, client=client, report=report, overrides=overrides)
+                         seed=seed, client=client, report=report, overrides=overrides,
+                         tag=tag)

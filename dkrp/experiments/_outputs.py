@@ -89,7 +89,7 @@ def _check_replaceable(folder: Path) -> None:
 
 
 def run_and_write(experiment, *, profile="quick", repeats=None, output="results", seed=0,
-                  client=None, report=None, overrides=None) -> Path:
+                  client=None, report=None, overrides=None, tag=None) -> Path:
     """Run ``experiment`` and write its folder ``output/<name>/``.
 
     Parameters
@@ -108,6 +108,9 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
         Progress lines.
     overrides : dict, optional
         Profile parameters to change (``dkrp experiment --set key=value``).
+    tag : str, optional
+        Write ``output/<name>-<tag>/`` instead, so that parts of a large experiment
+        (one dataset each, say) sit side by side; the report reads them all.
 
     Returns
     -------
@@ -129,10 +132,13 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
         raise ValueError(f"repeats must be at least 1, got {repeats}.")
     report = report or (lambda line: None)
     parent = Path(output)
-    final = parent / experiment.name
+    folder_name = experiment.name if not tag else f"{experiment.name}-{tag}"
+    if tag and (not str(tag).replace("-", "").replace("_", "").isalnum()):
+        raise ValueError(f"tag must be letters, digits, '-' and '_', got {tag!r}.")
+    final = parent / folder_name
     _check_replaceable(final)
     parent.mkdir(parents=True, exist_ok=True)
-    partial = parent / f".{experiment.name}.partial-{os.getpid()}"
+    partial = parent / f".{folder_name}.partial-{os.getpid()}"
     if partial.exists():
         shutil.rmtree(partial)
     partial.mkdir()
@@ -141,6 +147,7 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
     meta = {
         "made_by": _MAKER,
         "experiment": experiment.name,
+        "tag": tag or "",
         "title": experiment.title,
         "profile": profile,
         "repeats": repeats,
@@ -290,6 +297,7 @@ def summary_markdown(experiment, frame, meta) -> str:
         f"Re-run: `dkrp experiment {experiment.name} --profile {meta['profile']} "
         f"--repeats {meta['repeats']} --seed {meta['seed']}"
         + "".join(f" --set '{k}={json.dumps(v)}'" for k, v in meta.get("overrides", {}).items())
+        + (f" --tag {meta['tag']}" if meta.get("tag") else "")
         + "`",
         "",
     ]

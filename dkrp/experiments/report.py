@@ -66,7 +66,7 @@ def _load_runs(results: Path) -> dict:
         if meta.get("made_by") != "dkrp experiment" or not csv_path.is_file():
             continue
         frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
-        runs[meta["experiment"]] = (frame, meta, marker.parent)
+        runs.setdefault(meta["experiment"], []).append((frame, meta, marker.parent))
     return runs
 
 
@@ -127,9 +127,10 @@ def build_report(results="results") -> str:
     sections: dict[str, list[str]] = {}
     for value in published:
         ours = None
-        entry = runs.get(value.experiment)
-        if entry is not None:
-            ours = _matching(entry[0], value)
+        for frame, _, _ in runs.get(value.experiment, ()):
+            found = _matching(frame, value)
+            if found:
+                ours = (ours or []) + found
         stats = None
         if ours is not None:
             n = len(ours)
@@ -174,23 +175,25 @@ def build_report(results="results") -> str:
         "",
     ]
     for experiment, rows in sections.items():
-        entry = runs.get(experiment)
+        parts = runs.get(experiment, [])
         lines.append(f"## {experiment}")
         lines.append("")
-        if entry is not None:
-            frame, meta, folder = entry
+        for frame, meta, folder in parts:
             rel = folder.name
             plots = ", ".join(f"[{p}]({rel}/{p})" for p in meta.get("plots", []))
+            changed = meta.get("overrides") or {}
             lines.append(
-                f"Runs: [{rel}/summary.md]({rel}/summary.md), profile `{meta['profile']}`, "
-                f"{meta['repeats']} repeat(s), {meta.get('rows', len(frame))} rows, "
+                f"- [{rel}/summary.md]({rel}/summary.md): profile `{meta['profile']}`"
+                + (f" with {', '.join(f'{k}={v}' for k, v in changed.items())}"
+                   if changed else "")
+                + f", {meta['repeats']} repeat(s), {meta.get('rows', len(frame))} rows, "
                 f"dkrp {meta.get('dkrp')} ({meta.get('git_commit') or 'no git'}), "
                 f"{meta.get('machine')}, {meta.get('started_utc')}."
                 + (f" Plots: {plots}." if plots else "")
             )
-            if meta.get("notes"):
-                lines += ["", meta["notes"]]
-        else:
+        if parts and parts[0][1].get("notes"):
+            lines += ["", parts[0][1]["notes"]]
+        if not parts:
             lines.append(f"Not run yet: {_command_for(experiment)}.")
         lines += [
             "",
