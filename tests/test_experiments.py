@@ -127,3 +127,45 @@ def test_distortion_quick_through_the_cli(tmp_path):
     # Table 2's ordering at k=200, p=244: KRP (0.120) well below KG-RP (0.329)
     assert by_method["krp-gaussian"] < by_method["kg-rp"]
     assert (folder / "distortion_mnist_g2.png").stat().st_size > 10_000
+
+
+def _full_run(tmp_path, rows):
+    """A completed ``full`` folder with the given rows (what a full run would write)."""
+    def run(ctx):
+        yield from rows
+
+    toy = Experiment(name="distortion", title="t", profiles={"quick": {}, "full": {}}, run=run,
+                     config_columns=("dataset", "method"), metric_columns=("distortion",))
+    return run_and_write(toy, profile="full", output=tmp_path)
+
+
+def test_report_judges_full_runs_against_the_published_numbers(tmp_path):
+    from dkrp.experiments.report import write_report
+
+    # Table 2, KRP Gaussian, g=2, k=1000, p=976, t=30: 0.059 ± 0.007
+    config = {"dataset": "mnist", "method": "krp-gaussian", "degree": 2, "k": 1000, "p": 976,
+              "t": 30}
+    _full_run(tmp_path, [{**config, "seed": s, "distortion": v}
+                         for s, v in enumerate([0.060, 0.062, 0.058])])
+    text = write_report(tmp_path).read_text()
+    row = next(line for line in text.splitlines()
+               if "| Table 2 | mnist | krp-gaussian | degree=2, k=1000, p=976, t=30 | distortion"
+               in line)
+    assert "0.0590 ± 0.0070" in row and "0.0600 ± 0.0020 (n=3)" in row and "agrees" in row
+    # a result far from the paper is called so
+    _full_run(tmp_path, [{**config, "seed": 0, "distortion": 0.2}])
+    text = write_report(tmp_path).read_text()
+    row = next(line for line in text.splitlines()
+               if "| Table 2 | mnist | krp-gaussian | degree=2, k=1000, p=976, t=30 | distortion"
+               in line)
+    assert "differs" in row
+    assert "data not available here" in text  # the Webspam rows are kept
+
+
+def test_report_never_replaces_a_users_file(tmp_path):
+    from dkrp.experiments.report import write_report
+
+    (tmp_path / "REPRODUCTION.md").write_text("my notes")
+    with pytest.raises(FileExistsError, match="not written by `dkrp experiment report`"):
+        write_report(tmp_path)
+    assert (tmp_path / "REPRODUCTION.md").read_text() == "my notes"

@@ -112,7 +112,7 @@ KRP_SPOT = [
     ("Table 2", "kg-rp", krp_params(2, 200, 976, 30), "seconds", 7.525, None),
     ("Table 2", "explicit-gaussian", krp_params(2, 200), "distortion", 0.079, 0.002),
     ("Table 2", "nystroem", krp_params(2, 1000), "distortion", 0.101, 0.001),
-    ("Table 2", "prp", krp_params(2, 500, s=1), "distortion", 0.054, 0.002),
+    ("Table 2", "prp", krp_params(2, 500), "distortion", 0.054, 0.002),
     ("Table 2", "krp-gaussian", krp_params(2, 500, 8000, 30), "distortion", 0.055, 0.003),
     ("Table 2", "krp-gaussian", krp_params(2, 1000, 3000, 30), "seconds", 0.152, None),
     ("Table 2", "krp-sparse-s1", krp_params(2, 1000, 122, 30), "distortion", 0.159, 0.038),
@@ -126,7 +126,7 @@ KRP_SPOT = [
     ("Table 4", "kg-rp", krp_params(2, 2000, 122, 10), "train_seconds", 0.714, None),
     ("Table 4", "nystroem", krp_params(2, 2000), "accuracy", 97.96, 0.02),
     ("Table 4", "explicit-gaussian", krp_params(2, 1500), "transform_seconds", 16680, None),
-    ("Table 4", "prp", krp_params(2, 2000, t=10), "accuracy", 97.33, 0.12),
+    ("Table 4", "prp-gaussian", krp_params(2, 2000, t=10), "accuracy", 97.33, 0.12),
     # Webspam (Tables 5-7): Nystroem's zero std, KG-RP's large time, Table 7's 2h 54m
     ("Table 5", "nystroem", krp_params(2, 1000), "distortion", 0.006, 0.000),
     ("Table 6", "kg-rp", krp_params(3, 1000, 2116, 30), "seconds", 50.742, None),
@@ -135,7 +135,7 @@ KRP_SPOT = [
     ("Table 8", "kg-rp", krp_params(2, 200, 111, 30), "distortion", 0.887, 0.008),
     ("Table 9", "kg-rp", krp_params(3, 1000, 892, 30), "seconds", 10.862, None),
     ("Table 10", "kg-rp", krp_params(2, 1500, 111, 10), "f1", 0.1242, 0.063),
-    ("Table 10", "prp", krp_params(2, 1500, s=1, t=10), "f1", 0.7679, 0.005),
+    ("Table 10", "prp", krp_params(2, 1500, t=10), "f1", 0.7679, 0.005),
     # Table 11 (Covertype): g=3, p=500 at k=2000; g=4, p=1000 at k=3000
     ("Table 11", "krp", krp_params(3, 2000, 500), "cv_accuracy", 79.85, 0.34),
     ("Table 11", "krp", krp_params(4, 3000, 1000), "test_accuracy", 74.29, 0.28),

@@ -31,7 +31,8 @@ method
       Achlioptas (s = 1, 3) hyperplane pool; ``krp``: KRP whose pool the paper does not
       state (Table 11);
     - ``explicit-gaussian``, ``explicit-sparse-s1``, ``explicit-sparse-s3``: φ(x) + RP;
-    - ``kg-rp`` (Kulis-Grauman RP), ``nystroem``, ``prp`` (P-RP), ``pca`` ;
+    - ``kg-rp`` (Kulis-Grauman RP), ``nystroem``, ``prp`` (P-RP, s = 1 Achlioptas entries),
+      ``prp-gaussian`` (P-RP, Gaussian entries: Table 4), ``pca`` ;
     - ``linear-svm-raw``, ``poly-svm``, ``rbf-svm``, ``exact-kernel-svm``: SVMs on the
       original features (``exact-kernel-svm``: the SPE paper's <x, y>^2 kernel);
     - ``srf``, ``rff``, ``random-maclaurin``, ``tensorsketch`` (+ linear SVM);
@@ -100,7 +101,7 @@ METRICS = frozenset({
 })
 METHODS = frozenset({
     "krp", "krp-gaussian", "krp-sparse-s1", "krp-sparse-s3", "kg-rp", "nystroem",
-    "explicit-gaussian", "explicit-sparse-s1", "explicit-sparse-s3", "prp", "pca",
+    "explicit-gaussian", "explicit-sparse-s1", "explicit-sparse-s3", "prp", "prp-gaussian", "pca",
     "linear-svm-raw", "poly-svm", "rbf-svm", "exact-kernel-svm",
     "srf", "rff", "random-maclaurin", "tensorsketch",
     "spe-sketch-sketch", "spe-sketch-bits", "spe-bits-bits",

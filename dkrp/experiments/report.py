@@ -1,8 +1,9 @@
 """``results/REPRODUCTION.md``: every number the papers publish that we can run, beside ours.
 
 For each published value (:mod:`~dkrp.experiments.published`) the report finds
-the runs of the same experiment, dataset, method and parameters in
-``RESULTS/<experiment>/runs.csv``, and prints the paper's value, ours (mean ± std
+the runs of the same experiment, dataset, method and parameters in the ``full``
+profile's ``RESULTS/<experiment>[-<tag>]/runs.csv`` (``quick`` runs use slices of
+the data and are never judged against the papers), and prints the paper's value, ours (mean ± std
 over the repeats, and how many) and a verdict:
 
 ``agrees``
@@ -64,6 +65,8 @@ def _load_runs(results: Path) -> dict:
             continue
         csv_path = marker.parent / "runs.csv"
         if meta.get("made_by") != "dkrp experiment" or not csv_path.is_file():
+            continue
+        if meta.get("profile") != "full":  # quick runs use slices: never judged against papers
             continue
         frame = pd.read_csv(csv_path, dtype=str, keep_default_na=False)
         runs.setdefault(meta["experiment"], []).append((frame, meta, marker.parent))
@@ -153,7 +156,7 @@ def build_report(results="results") -> str:
             why = value.note
             if status != "differs":
                 why = (why + "; " if why else "") + "run: " + _command(value)
-        unit = f" {value.unit}" if value.unit and value.unit != "%" else ""
+        unit = f" ({value.unit})" if value.unit not in ("", "%", "s") else ""
         sections.setdefault(value.experiment, []).append(
             f"| {value.table} | {value.dataset} | {value.method} | {params} | {value.metric}"
             f"{unit} | {_fmt(value.value, value.std)} | {ours_text} | {status} | {why} |"
