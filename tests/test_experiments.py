@@ -169,3 +169,23 @@ def test_report_never_replaces_a_users_file(tmp_path):
     with pytest.raises(FileExistsError, match="not written by `dkrp experiment report`"):
         write_report(tmp_path)
     assert (tmp_path / "REPRODUCTION.md").read_text() == "my notes"
+
+
+@pytest.mark.data
+@pytest.mark.cluster
+def test_distortion_quick_featurizes_on_the_cluster_with_the_same_numbers(tmp_path):
+    """The embedded cluster's features are the in-process ones (the seed contract), so the
+    distortions agree to float tolerance whichever path featurized."""
+    runner = CliRunner()
+    for where, extra in (("cluster", ["--n-workers", "1"]), ("local", ["--local"])):
+        result = runner.invoke(main, ["experiment", "distortion", "-q", "--output",
+                                      str(tmp_path / where), *extra,
+                                      "--set", 'methods=["krp-gaussian", "nystroem"]'])
+        assert result.exit_code == 0, result.output
+    meta = json.loads((tmp_path / "cluster" / "distortion" / MARKER).read_text())
+    assert meta["cluster"].startswith("1 workers")
+    values = {}
+    for where in ("cluster", "local"):
+        with open(tmp_path / where / "distortion" / "runs.csv") as fh:
+            values[where] = {r["method"]: float(r["distortion"]) for r in csv.DictReader(fh)}
+    assert values["cluster"] == pytest.approx(values["local"], rel=1e-9)
