@@ -52,6 +52,7 @@ from threadpoolctl import threadpool_limits
 __all__ = [
     "Surrogate",
     "fit_surrogate",
+    "l2_floor",
     "polynomial_kernel",
     "radial_grid",
     "radial_density",
@@ -294,7 +295,7 @@ def fit_surrogate(d, degree, scale, n_terms=10, maxiter=400):
         :math:`a \ge 2`.
     n_terms : int, default=10
         Number :math:`N` of Gaussians.
-    maxiter : int, default=2000
+    maxiter : int, default=400
         L-BFGS iterations per restart.
 
     Returns
@@ -310,10 +311,11 @@ def fit_surrogate(d, degree, scale, n_terms=10, maxiter=400):
     :math:`(\log\sigma_i, c_i)`, with :math:`\sigma_i` bounded to
     ``SIGMA_RANGE`` times :math:`\sqrt p / a` (L-BFGS-B, scipy). The clipping's
     kink is handled by the subgradient (zero where the density is clipped).
-    ``N_RESTARTS`` deterministic starts (six log-spaced spreads around
-    :math:`\sqrt p/a`, then log-uniform draws from a fixed stream), each with
-    :math:`c` from ridge least squares on the unclipped sum; the best objective
-    wins. Nothing depends on a projector's seed, so every seed estimates the same
+    ``N_RESTARTS`` deterministic starts (:func:`_initial_points`: the best
+    non-negative Gaussian mixture from a dictionary, then log-spaced spreads around
+    :math:`\sqrt p/a` with :math:`c` from ridge least squares); the best objective
+    wins; :func:`l2_floor` is the objective no non-negative radial density can beat.
+    Nothing depends on a projector's seed, so every seed estimates the same
     :math:`\hat K`; the result is bit-identical in any process with the same numpy
     and scipy, and the spec carries it so workers never refit.
     """
@@ -369,3 +371,42 @@ def fit_surrogate(d, degree, scale, n_terms=10, maxiter=400):
         objective=float(best.fun) * norm, max_error=max_error, mass=mass,
         restarts=N_RESTARTS,
     )
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The least objective any non-negative radial density reaches (:func:`l2_floor`)."""
+
+    objective: float  # 1/2 int_0^2 (K - K_hat)^2 dz, Simpson nodes as fit_surrogate
+    max_error: float  # max |K - K_hat| of that density on 401 points of [0, 2]
+    mass: float
+
+
+def l2_floor(d, degree, scale, *, n_radii=1500, r_range=(1e-2, 400.0)):
+    r"""The objective floor of :func:`fit_surrogate` over *every* non-negative radial density.
+
+    A non-negative radial density is a mixture of uniform distributions on spheres
+    :math:`\|w\| = r`, whose kernels are :math:`\Omega_d(rz)`; so the best
+    :math:`\hat K` any of them gives is :math:`\sum_k c_k \Omega_d(r_k z)` with
+    :math:`c \ge 0` solving a convex non-negative least-squares problem (here on
+    ``n_radii`` log-spaced radii in ``r_range``, the Simpson nodes of the fit). The
+    surrogate family of the paper (a clipped mixture of ``N`` Gaussians) is a subset
+    of these densities, so ``fit_surrogate(...).objective >= l2_floor(...).objective``
+    up to the radius grid, and the ratio says how far the fitter is from what any
+    such surrogate can do. The floor grows with ``d`` (in high dimension every sphere
+    kernel tends to a Gaussian and the mixtures lose their freedom).
+    """
+    d = int(d)
+    z, omega = _simpson(N_Z)
+    k = polynomial_kernel(z, degree, scale)
+    r = np.exp(np.linspace(math.log(r_range[0]), math.log(r_range[1]), int(n_radii)))
+    nu = d / 2.0 - 1.0
+    basis = sphere_cf(nu, z[:, None] * r[None, :])
+    sw = np.sqrt(omega)
+    with threadpool_limits(limits=1):
+        coef, residual = optimize.nnls(basis * sw[:, None], k * sw, maxiter=50 * int(n_radii))
+    zz = np.linspace(0.0, 2.0, 401)
+    khat = sphere_cf(nu, zz[:, None] * r[None, :]) @ coef
+    return Floor(objective=0.5 * float(residual) ** 2,
+                 max_error=float(np.abs(khat - polynomial_kernel(zz, degree, scale)).max()),
+                 mass=float(coef.sum()))
