@@ -354,6 +354,9 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
         picks LinearSVC when the training features take less than ``max_in_memory_bytes``.
     test_size : float
         Held-out fraction (dask-ml's blockwise shuffled split, seeded).
+    seed : int
+        Seeds the split, the SGD and the order of the row blocks in each SGD pass: the
+        same features and seed give the same model and scores.
     positive_label : optional
         For binary problems, the label whose F1 is reported as ``f1`` (imbalanced
         data); default the larger label.
@@ -361,12 +364,16 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
     Returns
     -------
     dict
-        ``classifier``, ``accuracy``, ``f1`` (binary, positive class) or ``f1_macro``,
-        ``n_train``, ``n_test``, ``train_seconds``.
+        ``classifier``, ``accuracy``, ``balanced_accuracy`` (the mean of the per-class
+        recalls: 1/n_classes for any predictor that ignores the input, whatever the
+        class balance), ``majority_accuracy`` (the accuracy on the test rows of always
+        predicting the training set's most frequent class: the baseline ``accuracy``
+        must beat on imbalanced data), ``f1`` (binary, positive class) or
+        ``f1_macro``, ``n_train``, ``n_test``, ``train_seconds``.
     """
     import dask.array as da
     from dask_ml.model_selection import train_test_split
-    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
     if not isinstance(y, da.Array):
         y = da.from_array(np.asarray(y), chunks=(Z.chunks[0],))
@@ -398,15 +405,22 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
 
             scaler = StandardScaler().fit(Z_tr)  # one pass; streamed, never gathered
             Z_tr, Z_te = scaler.transform(Z_tr), scaler.transform(Z_te)
-            model = Incremental(SGDClassifier(loss="hinge", alpha=1e-4, random_state=seed))
+            # dask-ml shuffles the block order of every pass: seeded here (a fresh
+            # RandomState per call, so each epoch has its own order and a rerun the same)
+            model = Incremental(SGDClassifier(loss="hinge", alpha=1e-4, random_state=seed),
+                                random_state=np.random.RandomState(seed))
             for _ in range(max(1, int(epochs))):
                 model.partial_fit(Z_tr, y_tr, classes=classes)
             pred, yte = da.compute(model.predict(Z_te), y_te)
         else:
             raise ValueError(f"classifier must be 'auto', 'linearsvc' or 'sgd'; got {classifier!r}")
+    train_labels, train_counts = np.unique(y_tr.compute(), return_counts=True)
+    majority = train_labels[np.argmax(train_counts)]
     out = {
         "classifier": classifier,
         "accuracy": float(accuracy_score(yte, pred)),
+        "balanced_accuracy": float(balanced_accuracy_score(yte, pred)),
+        "majority_accuracy": float(np.mean(np.asarray(yte) == majority)),
         "n_train": n_train,
         "n_test": int(len(yte)),
         "train_seconds": t["seconds"],

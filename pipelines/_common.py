@@ -92,7 +92,8 @@ def print_report(name, report, t0):
     print(f"{name}: {s['rows']} rows featurized -> {s['n_components']} {s['dtype']} in "
           f"{s['seconds']:.1f} s ({s['rows_per_second']:,.0f} rows/s; "
           f"{s['chunks_written']} chunks written, {s['chunks_skipped']} already done)")
-    print(f"{name}: {r['classifier']} on {r['n_train']} rows: accuracy {r['accuracy']:.4f}, "
-          f"{score} on {r['n_test']} held-out rows")
+    print(f"{name}: {r['classifier']} on {r['n_train']} rows: accuracy {r['accuracy']:.4f} "
+          f"(majority class {r['majority_accuracy']:.4f}), balanced accuracy "
+          f"{r['balanced_accuracy']:.4f}, {score} on {r['n_test']} held-out rows")
     print(f"{name}: features at {report['features']}; total {time.perf_counter() - t0:.1f} s")
     print("REPORT " + json.dumps(report, default=str, sort_keys=True))

@@ -254,3 +254,92 @@ def test_krp_kernel_error_matches_theory():
     _assert_squared_error_matches(np.array(errors), expected, "KRP g=2 p=k=1000")
     with pytest.raises(AssertionError):
         _assert_squared_error_matches(np.array(biased), expected, "KRP with a 6 % Gram bias")
+
+
+# -- the explicit reference: column blocks, parameters, dtypes -------------------------
+def _explicit_reference(X, degree, k, seed, distribution="gaussian", density=1.0):
+    """φ(X) R / sqrt(k) in one GEMM: R = all rows of the "explicit" stream at once."""
+    from dkrp._random import draw_rows
+    from dkrp.features._samplers import hyperplane_sampler
+
+    n, d = X.shape
+    phi = X
+    for _ in range(degree - 1):  # x ⊗ ... ⊗ x flattened in C order, as np.unravel_index
+        phi = (phi[:, :, None] * X[:, None, :]).reshape(n, -1)
+    R = draw_rows(seed, "explicit", d**degree, hyperplane_sampler(distribution, k, density))
+    return phi @ R / np.sqrt(k)
+
+
+@pytest.mark.parametrize("d, degree", [(70, 2), (257, 1)])
+def test_explicit_projection_column_blocks_add_up(d, degree, monkeypatch):
+    # d^g = 4900 > COLUMN_BLOCK = 4096: two column blocks whose products are summed,
+    # the second one four seed blocks [16, 20) long. d^g = 257 = 256 + 1: one column
+    # block ending one row into a seed block. Both equal one GEMM with all of R, and
+    # the one-block path (COLUMN_BLOCK raised above d^g) equals the chunked one.
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((5, d)) / np.sqrt(d)
+    k = 6
+    est = dkrp.ExplicitPolynomialProjection(degree=degree, n_components=k, random_state=3)
+    Z = est.fit(X).transform(X)
+    np.testing.assert_allclose(Z, _explicit_reference(X, degree, k, 3), rtol=1e-10, atol=1e-12)
+    monkeypatch.setattr(dkrp.ExplicitPolynomialProjection, "COLUMN_BLOCK", 2 * d**degree)
+    Z_one_block = dkrp.ExplicitPolynomialProjection(
+        degree=degree, n_components=k, random_state=3).fit(X).transform(X)
+    np.testing.assert_allclose(Z_one_block, Z, rtol=1e-10, atol=1e-12)
+
+
+def test_explicit_projection_validates_its_parameters_and_defaults():
+    X = np.random.default_rng(0).standard_normal((3, 4))
+    E = dkrp.ExplicitPolynomialProjection
+    with pytest.raises(ValueError, match=r"^degree must be >= 1, got 0\.$"):
+        E(degree=0).fit(X)
+    with pytest.raises(ValueError, match=r"^n_components must be >= 1, got 0\.$"):
+        E(n_components=0).fit(X)
+    with pytest.raises(ValueError, match=r"^distribution must be one of .*; got 'uniform'\.$"):
+        E(distribution="uniform").fit(X)
+    # the smallest valid values are accepted, and the documented default is 100
+    assert E(degree=1, n_components=1, random_state=0).fit(X).transform(X).shape == (3, 1)
+    est = E(random_state=0).fit(X)
+    assert est.n_components_ == 100 and len(est.get_feature_names_out()) == 100
+    assert est.transform(X).shape == (3, 100)
+    # Gaussian matrices are dense; an Achlioptas density is kept as given
+    assert est.density_ == 1.0
+    assert E(distribution="achlioptas", density=0.25).fit(X).density_ == 0.25
+
+
+def test_explicit_achlioptas_entries_take_the_density_given():
+    # degree 1 on the unit vectors returns the rows of R / sqrt(k): with density s the
+    # entries are exactly {-1, 0, +1} / sqrt(s), non-zero with probability s
+    # (Binomial(800, 0.25): 200 ± 12.2; the band is 4.5 standard deviations).
+    d, k, s = 16, 50, 0.25
+    est = dkrp.ExplicitPolynomialProjection(degree=1, n_components=k, distribution="achlioptas",
+                                            density=s, random_state=1)
+    R = est.fit(np.eye(d)).transform(np.eye(d)) * np.sqrt(k)
+    assert set(np.unique(np.round(R, 12))) <= {-2.0, 0.0, 2.0}
+    n_nonzero = np.count_nonzero(R)
+    assert abs(n_nonzero - 200) < 4.5 * np.sqrt(800 * s * (1 - s)), n_nonzero
+
+
+def test_explicit_projection_dtype_and_sparse_input():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((6, 9))
+    X[X < 0.5] = 0.0
+    est = dkrp.ExplicitPolynomialProjection(degree=2, n_components=7, random_state=2).fit(X)
+    Z = est.transform(X)
+    assert Z.dtype == np.float64
+    np.testing.assert_allclose(est.transform(sp.csr_matrix(X)), Z, rtol=1e-12, atol=1e-14)
+    Z32 = est.transform(X.astype(np.float32))
+    assert Z32.dtype == np.float32
+    np.testing.assert_allclose(Z32, Z, rtol=1e-5, atol=1e-6)
+
+
+def test_krp_projects_float32_blocks_in_float32():
+    # The pool is cast once to the input's dtype: a float32 block is projected by a
+    # float32 GEMM (half the memory, the speed of single precision), not in float64.
+    X = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    krp = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=10, random_state=0)
+    krp.fit(X)
+    assert krp._project_block(X, X.dtype).dtype == np.float32
+    assert krp._project_block(X.astype(np.float64), np.float64).dtype == np.float64

@@ -152,6 +152,30 @@ def test_structured_project_dtype_offset_and_scale():
     assert not out[:3].any()
 
 
+def test_structured_project_refuses_rows_outside_out():
+    # The kernel runs with boundscheck=False: an out_row0 past the end of out wrote
+    # past the array (a segfault or a corrupted heap), so it is refused up front.
+    d, p = 12, 40
+    signs = structured_signs(3, p, d)
+    X = np.ones((2, d))
+    out = np.zeros((5, p))
+    for row0 in (4, 5, 1000, -1):
+        with pytest.raises(ValueError, match=rf"out_row0 = {row0} puts the 2 rows of X "
+                                             r"outside out's 5 rows: it must lie in \[0, 3\]"):
+            structured_project(X, signs, p, out=out, out_row0=row0)
+    with pytest.raises(ValueError, match=r"n_out = 40 must lie in \[0, 39\]"):
+        structured_project(X, signs, p, out=np.zeros((5, p - 1)))
+    with pytest.raises(ValueError, match=r"n_out = 80 must lie in \[0, 48\]"):
+        structured_project(X, signs, 2 * p, out=np.zeros((2, 2 * p)))
+    with pytest.raises(ValueError, match=r"D = 16 must be a power of two >= n_features = 17"):
+        structured_project(np.ones((2, 17)), signs, p)
+    with pytest.raises(ValueError, match=r"out must be a writeable 2-D float32 or float64"):
+        structured_project(X, signs, p, out=np.zeros((2, p), dtype=np.int64))
+    assert not out.any()  # nothing was written by a refused call
+    structured_project(X, signs, p, out=out, out_row0=3)  # the last rows that fit
+    assert out[3:].all() and not out[:3].any()
+
+
 # -- balanced index design -------------------------------------------------------
 @pytest.mark.parametrize("k, w, p", [(1000, 2, 976), (1000, 60, 976), (37, 5, 11), (3, 7, 7)])
 def test_balanced_indices_use_every_row_equally_and_stay_distinct(k, w, p):

@@ -278,8 +278,40 @@ def sorf_project(X, signs, n_out, scale, out, out_row0=0):
         :math:`\sqrt{2\gamma}` for Gaussian random Fourier features.
     out : ndarray of shape (N, n_out), C-contiguous
     out_row0 : int
+
+    Raises
+    ------
+    ValueError
+        When the kernel would read or write outside an array: the compiled loops
+        run with ``boundscheck=False``, where an out-of-range row corrupts memory
+        instead of raising, so every shape and offset is checked here first.
     """
+    _check_sorf_arguments(X, signs, n_out, out, out_row0)
     X = np.ascontiguousarray(X, dtype=out.dtype)
     _sorf_project_tiled(X, signs, np.int64(n_out), out.dtype.type(scale), out,
                         np.int64(out_row0))
     return out
+
+
+def _check_sorf_arguments(X, signs, n_out, out, out_row0):
+    """Every index :func:`_sorf_project_tiled` uses lies inside its array (else ValueError)."""
+    if not (isinstance(out, np.ndarray) and out.ndim == 2
+            and out.dtype in (np.float32, np.float64) and out.flags.writeable):
+        raise ValueError("out must be a writeable 2-D float32 or float64 ndarray, got "
+                         f"{type(out).__name__} {getattr(out, 'dtype', '')} of shape "
+                         f"{getattr(out, 'shape', None)}.")
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D, got shape {np.shape(X)}.")
+    if np.ndim(signs) != 3 or np.shape(signs)[1] != 3:
+        raise ValueError(f"signs must have shape (n_blocks, 3, D), got {np.shape(signs)}.")
+    n_blocks, _, D = signs.shape
+    n, d = np.shape(X)
+    if D < 1 or D & (D - 1) or d > D:
+        raise ValueError(f"signs' D = {D} must be a power of two >= n_features = {d}.")
+    n_out, out_row0 = int(n_out), int(out_row0)
+    if not 0 <= n_out <= min(n_blocks * D, out.shape[1]):
+        raise ValueError(f"n_out = {n_out} must lie in [0, {min(n_blocks * D, out.shape[1])}]: "
+                         f"{n_blocks} blocks of D = {D} signs, out has {out.shape[1]} columns.")
+    if not 0 <= out_row0 <= out.shape[0] - n:
+        raise ValueError(f"out_row0 = {out_row0} puts the {n} rows of X outside out's "
+                         f"{out.shape[0]} rows: it must lie in [0, {out.shape[0] - n}].")

@@ -176,6 +176,9 @@ def structured_project(X, signs, n_rows, scale=1.0, out=None, out_row0=0):
     """``scale * X @ W.T`` for the structured pool ``W`` by FWHT (dense ``X`` rows).
 
     ``X`` may be CSR: a block of rows is densified (callers pass bounded row blocks).
+    With ``out`` given, rows ``[out_row0, out_row0 + len(X))`` of it are filled; a
+    ``ValueError`` is raised before the compiled kernel runs if they do not exist
+    (:func:`dkrp.features._fwht.sorf_project` checks every shape and offset).
     """
     import scipy.sparse as sp
 
