@@ -246,7 +246,8 @@ def summary_frame(experiment, frame):
     metrics = [c for c in experiment.metric_columns if c in frame.columns]
     if not metrics:
         return frame.iloc[:0]
-    filled = frame[keys].fillna("-").astype(str).replace("", "-") if keys else None
+    filled = (frame[keys].astype(object).fillna("-").astype(str).replace("", "-")
+              if keys else None)
     data = frame[metrics].apply(lambda col: col.astype(float))
     if keys:
         data = data.assign(**{k: filled[k] for k in keys})

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,7 @@ def _synthetic_parts(ctx, parts):
 
 def _storage(ctx):
     """a9a: LinearSVC test accuracy against bytes per stored row."""
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
     from .. import PolynomialRandomProjection, SignProductEmbedding
@@ -207,7 +209,8 @@ def _storage(ctx):
             B_train = spe.transform(X_train.astype(np.float32)) * scale
             B_test = spe.transform(X_test.astype(np.float32)) * scale
             sketch_model = LinearSVC(C=C, max_iter=max_iter)
-            with timer() as t:
+            with timer() as t, warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)  # as linear_svm_accuracy
                 sketch_model.fit(B_train, y_train)
             sketch = {"accuracy": float(np.mean(sketch_model.predict(B_test) == y_test)),
                       "train_seconds": t["seconds"]}
