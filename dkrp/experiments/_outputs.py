@@ -260,13 +260,16 @@ def summary_frame(experiment, frame):
 def _cell(mean, std, count, digits):
     if mean != mean:  # NaN: not measured for this configuration
         return "-"
-    text = f"{mean:.{digits}f}"
+    spec = digits if isinstance(digits, str) else f".{digits}f"
+    text = f"{mean:{spec}}"
     if count > 1 and std == std:
-        text += f" ± {std:.{digits}f}"
+        text += f" ± {std:{spec}}"
     return text
 
 
 def _digits(metric):
+    if metric in ("mse", "max_error"):  # errors span decades: significant digits
+        return ".3g"
     if "seconds" in metric:
         return 3
     if metric in ("accuracy", "cv_accuracy", "test_accuracy", "balanced_accuracy"):
