@@ -41,8 +41,8 @@ Linear model (``estimator="auto"``)
     rows (93.15 / 93.15 / 92.35 %). ``estimator="primal"`` remains available.
     The SGD threshold is an extrapolation of those two sizes (SGD grows about
     linearly in n and holds no dual variables), not a measurement at 100,000
-    rows. ``pipelines/experiments/ensemble_thesis.py`` measures the three
-    (``results/ensemble/solvers.csv``).
+    rows. ``results/legacy/ensemble/solvers.csv`` holds the three measured at
+    5,000 rows (by the thesis script that ``dkrp experiment ensemble`` replaced).
 
     liblinear draws from one process-wide generator, so liblinear fits in
     threads of one process take turns (a lock): run voters in worker

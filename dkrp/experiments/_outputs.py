@@ -253,7 +253,8 @@ def summary_frame(experiment, frame):
     metrics = [c for c in experiment.metric_columns if c in frame.columns]
     if not metrics:
         return frame.iloc[:0]
-    filled = frame[keys].fillna("-").astype(str).replace("", "-") if keys else None
+    filled = (frame[keys].astype(object).fillna("-").astype(str).replace("", "-")
+              if keys else None)
     data = frame[metrics].apply(lambda col: col.astype(float))
     if keys:
         data = data.assign(**{k: filled[k] for k in keys})
@@ -266,13 +267,16 @@ def summary_frame(experiment, frame):
 def _cell(mean, std, count, digits):
     if mean != mean:  # NaN: not measured for this configuration
         return "-"
-    text = f"{mean:.{digits}f}"
+    spec = digits if isinstance(digits, str) else f".{digits}f"
+    text = f"{mean:{spec}}"
     if count > 1 and std == std:
-        text += f" ± {std:.{digits}f}"
+        text += f" ± {std:{spec}}"
     return text
 
 
 def _digits(metric):
+    if metric in ("mse", "max_error"):  # errors span decades: significant digits
+        return ".3g"
     if "seconds" in metric:
         return 3
     if metric in ("accuracy", "cv_accuracy", "test_accuracy", "balanced_accuracy"):
