@@ -26,6 +26,9 @@ def _configurations(params, n_paper, degree):
     for method in params["methods"]:
         if degree != 2 and method in DEGREE_2_ONLY:
             continue
+        if method == "prp":  # P-RP averages m = 30 projection products (the paper, §3.4)
+            yield method, None, t
+            continue
         if method in NO_POOL:
             yield method, None, None
             continue
