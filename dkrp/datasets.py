@@ -13,6 +13,8 @@ Expected layout of the data folder (as in ``shared/data/README.md``)::
     covtype/kaggle_forest_cover_train.csv
     w8a/w8a.bz2
     a9a/a9a.bz2, a9a/a9a.t.bz2
+    avocado/avocado.csv
+    wine-quality/WineQT.csv
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ __all__ = [
     "data_dir",
     "dataset_path",
     "load_a9a",
+    "load_avocado",
     "load_covtype",
     "load_digits_scaled",
     "load_fashion_mnist",
     "load_mnist",
     "load_w8a",
+    "load_wine_quality",
     "max_pool",
 ]
 
@@ -56,6 +60,8 @@ _FILES: dict[str, dict[str, tuple[str, ...]]] = {
     "w8a": {"train": ("w8a/w8a.bz2",)},
     "a9a": {"train": ("a9a/a9a.bz2",), "test": ("a9a/a9a.t.bz2",)},
     "usps": {"train": ("usps/usps.h5",), "test": ("usps/usps.h5",)},
+    "avocado": {"train": ("avocado/avocado.csv",)},
+    "wine-quality": {"train": ("wine-quality/WineQT.csv",)},
 }
 _SCALES = ("[-1,1)", "[-1,1]", "[0,1]", None)
 
@@ -274,6 +280,59 @@ def _fetch_covtype(download: bool, missing: DatasetNotFoundError):
         raise DatasetNotFoundError(f"{missing}{hint} (scikit-learn: {exc})") from exc
     logger.info("covtype: using scikit-learn's copy (%d rows)", bunch.data.shape[0])
     return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
+
+
+#: Avocado's numeric columns (Rost & Zast's 8 features): volumes sold and bags by size
+AVOCADO_FEATURES = ("Total Volume", "4046", "4225", "4770", "Total Bags", "Small Bags",
+                    "Large Bags", "XLarge Bags")
+
+
+def _read_table(name, target, features=None, drop=()):
+    """Columns ``features`` (default: all but ``target`` and ``drop``) and ``target``."""
+    import pandas as pd
+
+    (path,) = _require(name, "train")
+    frame = pd.read_csv(path)
+    frame.columns = [c.strip() for c in frame.columns]
+    wanted = list(features) if features is not None else [
+        c for c in frame.columns if c != target and c not in drop]
+    missing = [c for c in [*wanted, target] if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: expected columns {missing} are missing; found "
+                         f"{list(frame.columns)}.")
+    X = frame[wanted].to_numpy(dtype=np.float64)
+    y = frame[target].to_numpy(dtype=np.float64)
+    return X, y
+
+
+def load_avocado():
+    """Kaggle "Avocado Prices": the 8 volume columns and ``AveragePrice`` (Rost & Zast 2023).
+
+    Returns
+    -------
+    X : ndarray of shape (18249, 8), float64
+        :data:`AVOCADO_FEATURES`, unscaled (volumes span several orders of magnitude).
+    y : ndarray of shape (18249,), float64
+        Average price (USD).
+
+    Notes
+    -----
+    The date, ``type``, ``year`` and ``region`` columns are left out: the thesis's Table
+    5.1 gives Avocado 8 features, which are exactly the numeric volume columns.
+    """
+    return _read_table("avocado", "AveragePrice", features=AVOCADO_FEATURES)
+
+
+def load_wine_quality():
+    """Kaggle "Wine Quality" (``WineQT.csv``, red wine): 11 chemistry columns and ``quality``.
+
+    Returns
+    -------
+    X : ndarray of shape (1143, 11), float64
+    y : ndarray of shape (1143,), float64
+        Quality scores 3..8.
+    """
+    return _read_table("wine-quality", "quality", drop=("Id",))
 
 
 def _load_libsvm(name: str, kind: str, n_features: int):

@@ -24,9 +24,12 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEMO_DATASETS",
+    "cross_validated_linear_svm",
+    "kernel_ridge_mse",
     "kernel_svm_accuracy",
     "linear_svm_accuracy",
     "load_demo_dataset",
+    "ridge_mse",
     "run_demo",
     "train_on_features",
 ]
@@ -58,7 +61,7 @@ def _scores(y_true, y_pred) -> dict:
 
 
 def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=10000,
-                        standardize=False):
+                        standardize=False, tol=1e-4):
     """Train ``LinearSVC`` on ``Z_train`` and score it on ``Z_test``.
 
     Parameters
@@ -72,6 +75,9 @@ def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=100
         Scale the columns (``StandardScaler`` fitted on ``Z_train``) first: products of
         projections are heavy-tailed, and liblinear's coordinate descent on unscaled random
         features can run for minutes without converging.
+    tol : float, default=1e-4
+        liblinear's stopping tolerance (1e-3 reaches the same test accuracy on pooled MNIST
+        RFF features in a third of the time).
 
     Returns
     -------
@@ -86,7 +92,7 @@ def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=100
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import LinearSVC
 
-    model = LinearSVC(C=C, max_iter=max_iter)
+    model = LinearSVC(C=C, max_iter=max_iter, tol=tol)
     if standardize:
         model = make_pipeline(StandardScaler(), model)
     with _timer() as t, warnings.catch_warnings(record=True) as caught:
@@ -113,6 +119,131 @@ def kernel_svm_accuracy(X_train, y_train, X_test, y_test, *, kernel="poly", C=1.
     out = _scores(y_test, model.predict(X_test))
     out["train_seconds"] = t["seconds"]
     return out
+
+
+def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=5, seed=0,
+                               gram_limit=6000, max_iter=10000):
+    """A linear SVM with ``C`` chosen by ``n_folds``-fold cross-validation, then scored on test.
+
+    The KRP paper's protocol (its footnote 9 and Section 4.4): the columns are
+    standardised with the training rows' mean and deviation, every ``C`` in ``Cs`` is
+    scored by stratified ``n_folds``-fold cross-validation on the training part, the best
+    mean fold accuracy is the CV accuracy, and a model refit on the whole training part
+    with that ``C`` gives the test accuracy.
+
+    Parameters
+    ----------
+    Z_train, Z_test : ndarray
+        Features (dense).
+    y_train, y_test : array-like
+    Cs : sequence of float
+        The grid of ``C``.
+    n_folds : int, default=5
+    seed : int, default=0
+        Shuffles the folds.
+    gram_limit : int, default=6000
+        Up to this many training rows the SVM is solved in its dual on the linear-kernel
+        Gram matrix ``Z Z^T`` (libsvm's ``SVC(kernel="precomputed")``: one Gram for all folds
+        and every ``C``, seconds where liblinear on 3000 standardised random features takes
+        minutes per ``C``); beyond it, ``LinearSVC`` on the features. Both minimise the
+        hinge loss ``C * sum(hinge) + |w|^2 / 2``; libsvm leaves the intercept unpenalised,
+        liblinear penalises it like a weight.
+    max_iter : int, default=10000
+        liblinear's cap (``LinearSVC`` path only).
+
+    Returns
+    -------
+    dict
+        ``cv_accuracy`` (fraction, best mean over the folds), ``accuracy`` (test, fraction),
+        ``C`` (the chosen one), ``cv_scores`` (``{C: mean fold accuracy}``),
+        ``train_seconds`` (the whole search and the refit).
+
+    Notes
+    -----
+    Standardising with the statistics of the whole training part lets each validation
+    fold's column means and deviations (not its labels) into its training folds; with
+    thousands of rows per fold the effect on the scores is far below their sampling error.
+    """
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.svm import SVC, LinearSVC
+
+    Z_train = np.asarray(Z_train, dtype=np.float64)
+    Z_test = np.asarray(Z_test, dtype=np.float64)
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    if len(Cs) == 0:
+        raise ValueError("Cs must hold at least one value of C.")
+    mean, std = Z_train.mean(axis=0), Z_train.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    A, B = (Z_train - mean) / std, (Z_test - mean) / std
+    folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(A, y_train))
+    gram = A.shape[0] <= gram_limit
+    scores = {}
+    with _timer() as t:
+        K = A @ A.T if gram else None
+        for C in Cs:
+            hits = []
+            for fit, held in folds:
+                if gram:
+                    model = SVC(kernel="precomputed", C=C).fit(K[np.ix_(fit, fit)], y_train[fit])
+                    predicted = model.predict(K[np.ix_(held, fit)])
+                else:
+                    model = LinearSVC(C=C, max_iter=max_iter).fit(A[fit], y_train[fit])
+                    predicted = model.predict(A[held])
+                hits.append(float(np.mean(predicted == y_train[held])))
+            scores[float(C)] = float(np.mean(hits))
+        best = max(scores, key=lambda c: (scores[c], -c))  # ties: the smaller C
+        if gram:
+            model = SVC(kernel="precomputed", C=best).fit(K, y_train)
+            predicted = model.predict(B @ A.T)
+        else:
+            predicted = LinearSVC(C=best, max_iter=max_iter).fit(A, y_train).predict(B)
+    return {
+        "cv_accuracy": scores[best],
+        "accuracy": float(np.mean(predicted == y_test)),
+        "C": best,
+        "cv_scores": scores,
+        "train_seconds": t["seconds"],
+    }
+
+
+def ridge_mse(Z_train, y_train, Z_test, y_test, *, alpha=1.0):
+    """Ridge regression on features (no intercept): test mean squared error and seconds.
+
+    With random Fourier features ``Z`` this is kernel ridge regression with the
+    approximate kernel ``Z Z^T``: the same objective as :func:`kernel_ridge_mse`, so the
+    two MSEs converge as the number of features grows. Centre ``y`` first (neither fits
+    an intercept).
+
+    Returns
+    -------
+    dict
+        ``mse`` and ``train_seconds``.
+    """
+    from sklearn.linear_model import Ridge
+
+    with _timer() as t:
+        model = Ridge(alpha=alpha, fit_intercept=False).fit(Z_train, y_train)
+    residual = model.predict(Z_test) - np.asarray(y_test)
+    return {"mse": float(np.mean(residual ** 2)), "train_seconds": t["seconds"]}
+
+
+def kernel_ridge_mse(X_train, y_train, X_test, y_test, *, gamma, alpha=1.0):
+    """Exact kernel ridge regression with the RBF kernel ``exp(-gamma |x - y|^2)``.
+
+    scikit-learn's ``KernelRidge`` (no intercept: centre ``y`` first); memory
+    ``8 n_train^2`` bytes and time ``O(n_train^3)``.
+
+    Returns
+    -------
+    dict
+        ``mse`` and ``train_seconds``.
+    """
+    from sklearn.kernel_ridge import KernelRidge
+
+    with _timer() as t:
+        model = KernelRidge(alpha=alpha, kernel="rbf", gamma=gamma).fit(X_train, y_train)
+    residual = model.predict(X_test) - np.asarray(y_test)
+    return {"mse": float(np.mean(residual ** 2)), "train_seconds": t["seconds"]}
 
 
 def load_demo_dataset(name="digits", *, max_train=None, max_test=None, seed=0):

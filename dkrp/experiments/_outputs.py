@@ -323,6 +323,8 @@ def summary_markdown(experiment, frame, meta) -> str:
             count = max(count, n)
             cells.append(_cell(mean, std, n, _digits(m)))
         lines.append("| " + " | ".join(cells + [str(count)]) + " |")
+    if experiment.tables is not None:
+        lines += ["", experiment.tables(frame).rstrip()]
     plots = meta.get("plots") or []
     if plots:
         lines += ["", "Plots: " + ", ".join(f"[{p}]({p})" for p in plots)]

@@ -41,6 +41,9 @@ class Experiment:
         ``DataFrame``), drawn with matplotlib's Agg backend.
     notes : str
         What a reader of the results needs (data substitutions, splits, subsampling).
+    tables : callable, optional
+        ``tables(frame) -> str``: markdown appended to ``summary.md`` after the main table
+        (a comparison the per-configuration table cannot show, e.g. which degree wins).
     """
 
     name: str
@@ -51,6 +54,7 @@ class Experiment:
     metric_columns: tuple = ()
     plot: Callable | None = None
     notes: str = ""
+    tables: Callable | None = None
 
     def params(self, profile, overrides=None) -> dict:
         """The parameters of ``profile`` with ``overrides`` applied (unknown keys refused)."""
