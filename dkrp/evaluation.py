@@ -186,6 +186,9 @@ def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True
         regularisation), ``scores`` (``{C: mean fold score}``), ``n_rows`` (rows
         cross-validated) and ``seconds``.
     """
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.metrics import f1_score, make_scorer
     from sklearn.model_selection import StratifiedKFold, cross_val_score
     from sklearn.pipeline import make_pipeline
@@ -200,13 +203,16 @@ def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True
                else make_scorer(f1_score, pos_label=positive_label))
     splitter = StratifiedKFold(n_splits=int(folds), shuffle=True, random_state=seed)
     scores = {}
-    with _timer() as t:
+    with _timer() as t, warnings.catch_warnings():
+        # a fold stopped at max_iter still scores; the final fit reports convergence
+        warnings.simplefilter("ignore", ConvergenceWarning)
         for C in grid:
             model = LinearSVC(C=C, dual=dual, max_iter=max_iter)
             if standardize:
                 model = make_pipeline(StandardScaler(), model)
             scores[C] = float(np.mean(cross_val_score(model, Z, y, cv=splitter,
-                                                      scoring=scoring, n_jobs=n_jobs)))
+                                                      scoring=scoring, n_jobs=n_jobs,
+                                                      error_score="raise")))
     best = max(grid, key=lambda C: (scores[C], -C))
     return {"C": best, "scores": scores, "n_rows": int(Z.shape[0]), "seconds": t["seconds"]}
 
