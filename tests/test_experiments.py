@@ -133,10 +133,12 @@ def test_classification_quick_through_the_cli(tmp_path):
     assert set(accuracy) == {"linear-svm-raw", "krp-gaussian", "nystroem"}
     assert {r["n_train"] for r in rows} == {"3000"}  # the same rows for every model
     # Table 4 / §4.1.2: degree-2 features lift a linear SVM over the raw pixels (exact
-    # <x, y>^2 SVM 97.84 % vs linear 91.81 %; KRP k=1500 96.95 %, Nystrom 97.67 %): ~5-6
-    # points on 60k rows. On 3,000 rows with k=500 the gain shrinks; 2 points is about two
-    # standard deviations of a paired difference of accuracies on 1,000 test rows
-    # (sqrt(~10 % discordant / 1000) ~ 1 point), well inside the paper's gap.
-    assert accuracy["krp-gaussian"] >= accuracy["linear-svm-raw"] + 2.0
-    assert accuracy["nystroem"] >= accuracy["linear-svm-raw"] + 2.0
+    # <x, y>^2 SVM 97.84 % vs linear 91.81 %; KRP k=1500 96.95 %, Nystrom 97.67 %): ~5
+    # points on 60k rows. On 3,000 rows the exact poly SVM's own lead is smaller (~3-4
+    # points) and k=500 keeps part of it; the raw SVM here uses the features' C = 0.01, its
+    # best on these rows. One point is ~1.5 standard deviations of a paired difference of
+    # accuracies on 2,000 test rows (sqrt(~8 % discordant / 2000) ~ 0.6 point) and a
+    # fifth of the paper's gap. A map that lost the degree (linear RP) scores below raw.
+    assert accuracy["krp-gaussian"] >= accuracy["linear-svm-raw"] + 1.0
+    assert accuracy["nystroem"] >= accuracy["linear-svm-raw"] + 1.0
     assert (folder / "classification_mnist.png").stat().st_size > 10_000
