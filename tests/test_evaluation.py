@@ -1,10 +1,17 @@
-"""dkrp.evaluation: the training protocols behind the pipelines' reports."""
+"""dkrp.evaluation: the training protocols behind the pipelines' reports and the experiments."""
 
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.metrics import f1_score
+from sklearn.svm import LinearSVC
 
-from dkrp.evaluation import train_on_features
+from dkrp.evaluation import (
+    linear_svm_accuracy,
+    select_svm_C,
+    stratified_subsample,
+    train_on_features,
+)
 
 
 def _imbalanced(n=4000, d=10, seed=0):
@@ -37,3 +44,61 @@ def test_report_scores_against_the_majority_baseline(classifier):
     # sqrt(1/n_pos + 1/n_neg)/4 ~ 0.02 of ~100 positive test rows
     assert r["balanced_accuracy"] > 0.6 and r["f1"] > 0
     assert set(r) >= {"accuracy", "balanced_accuracy", "majority_accuracy", "f1", "n_test"}
+
+
+def _imbalanced_binary(n=1200, seed=0):
+    """Two Gaussian classes 0 / 1, 15 % of class 1, partly overlapping."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.15).astype(int)
+    X = rng.standard_normal((n, 5))
+    X[:, 0] += 2.0 * y
+    return X, y
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stratified_subsample_keeps_the_class_proportions(seed):
+    X, y = _imbalanced_binary(2000, seed=seed)
+    X_sub, y_sub = stratified_subsample(X, y, 200, seed)
+    # stratified: each class gets its share up to rounding (a plain random draw of 200
+    # rows misses the 15 % class's 30 by more than 1 row about 3 times in 4)
+    assert abs(int(y_sub.sum()) - 200 * y.mean()) <= 1
+    assert X_sub.shape == (200, 5)
+    rows = np.flatnonzero((X[:, None, :] == X_sub[None, :, :]).all(axis=2).any(axis=1))
+    assert np.array_equal(y[rows], y_sub)  # rows keep their labels and their order
+
+
+@pytest.mark.parametrize("positive", [None, 1])
+def test_select_svm_c_is_the_best_cross_validated_c(positive):
+    from sklearn.metrics import make_scorer
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = _imbalanced_binary()
+    grid = [1.0, 1e-4, 1e-2]
+    choice = select_svm_C(X, y, grid, folds=3, max_rows=600, seed=3, positive_label=positive)
+    # the same protocol by hand: a stratified 600-row subsample, shuffled stratified folds,
+    # scaler refitted per fold, scored by accuracy or by the F1 of the named class
+    X_cv, y_cv = stratified_subsample(X, y, 600, 3)
+    scoring = "accuracy" if positive is None else make_scorer(f1_score, pos_label=positive)
+    expected = {
+        C: cross_val_score(make_pipeline(StandardScaler(), LinearSVC(C=C, dual=False)), X_cv,
+                           y_cv, cv=StratifiedKFold(3, shuffle=True, random_state=3),
+                           scoring=scoring).mean()
+        for C in grid
+    }
+    assert len(set(expected.values())) == 3  # the grid's scores differ: the choice matters
+    assert choice["scores"] == pytest.approx(expected)
+    assert choice["C"] == max(expected, key=expected.get)
+    assert choice["n_rows"] == 600
+
+
+def test_linear_svm_f1_is_the_named_class():
+    X, y = _imbalanced_binary()
+    X_train, y_train, X_test, y_test = X[:800], y[:800], X[800:], y[800:]
+    predicted = LinearSVC(C=1.0, dual=False).fit(X_train, y_train).predict(X_test)
+    for positive in (0, 1):  # class 0 (85 %) has a much higher F1 than class 1
+        result = linear_svm_accuracy(X_train, y_train, X_test, y_test, C=1.0, dual=False,
+                                     positive_label=positive)
+        assert result["f1"] == pytest.approx(f1_score(y_test, predicted, pos_label=positive))
+    assert "f1" not in linear_svm_accuracy(X_train, y_train, X_test, y_test, dual=False)

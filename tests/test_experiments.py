@@ -380,3 +380,27 @@ def test_rff_quick_through_the_cli(tmp_path):
                  "rff_accuracy_vs_dimension_mnist-pooled.png",
                  "rff_accuracy_vs_noise_mnist-pooled.png"):
         assert (folder / name).stat().st_size > 10_000, name
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_classification_quick_through_the_cli(tmp_path):
+    result = CliRunner().invoke(main, ["experiment", "classification", "--local", "-q",
+                                       "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "classification"
+    with open(folder / "runs.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    accuracy = {r["method"]: float(r["accuracy"]) for r in rows}
+    assert set(accuracy) == {"linear-svm-raw", "krp-gaussian", "nystroem"}
+    assert {r["n_train"] for r in rows} == {"3000"}  # the same rows for every model
+    # Table 4 / §4.1.2: degree-2 features lift a linear SVM over the raw pixels (exact
+    # <x, y>^2 SVM 97.84 % vs linear 91.81 %; KRP k=1500 96.95 %, Nystrom 97.67 %): ~5
+    # points on 60k rows. On 3,000 rows the exact poly SVM's own lead is smaller (~3-4
+    # points) and k=500 keeps part of it; the raw SVM here uses the features' C = 0.01, its
+    # best on these rows. One point is ~1.5 standard deviations of a paired difference of
+    # accuracies on 2,000 test rows (sqrt(~8 % discordant / 2000) ~ 0.6 point) and a
+    # fifth of the paper's gap. A map that lost the degree (linear RP) scores below raw.
+    assert accuracy["krp-gaussian"] >= accuracy["linear-svm-raw"] + 1.0
+    assert accuracy["nystroem"] >= accuracy["linear-svm-raw"] + 1.0
+    assert (folder / "classification_mnist.png").stat().st_size > 10_000

@@ -49,7 +49,7 @@ def make_map(method, *, degree, k, p=None, t=None, seed=0):
     if method == "nystroem":
         return Nystroem(kernel="homogeneous_polynomial", degree=degree, n_components=k,
                         random_state=seed)
-    if method == "prp":  # Tables 2, 8, 10: P-RP with s = 1 Achlioptas entries
+    if method == "prp":  # P-RP with s = 1 Achlioptas entries: Tables 2, 8 (one term), 7, 10 (t)
         return IndependentPolynomialProjection(degree=degree, n_components=k, n_terms=t or 1,
                                                random_state=seed, **_DISTRIBUTION["sparse-s1"])
     if method == "prp-gaussian":  # Table 4: P-RP, Gaussian entries, t terms
