@@ -140,11 +140,11 @@ KRP_SPOT = [
     ("Table 11", "krp-gaussian", krp_params(3, 2000, 500), "cv_accuracy", 79.85, 0.34),
     ("Table 11", "krp-gaussian", krp_params(4, 3000, 1000), "test_accuracy", 74.29, 0.28),
     # text: the raw-feature and exact-kernel SVMs
-    ("text §4.1.2", "linear-svm-raw", {"c": "0.5"}, "accuracy", 91.81, None),
-    ("text §4.1.2", "rbf-svm", {"c": "5", "gamma": "0.02"}, "accuracy", 98.56, None),
-    ("text §4.2.2", "poly-svm", {"degree": "2", "c": "512"}, "accuracy", 98.4, None),
-    ("text §4.3.2", "linear-svm-raw", {"c": "1"}, "f1", 0.7343, None),
-    ("text §4.3.2", "rbf-svm", {"c": "200", "gamma": "0.05"}, "f1", 0.9037, None),
+    ("text §4.1.2", "linear-svm-raw", {"C": "0.5"}, "accuracy", 91.81, None),
+    ("text §4.1.2", "rbf-svm", {"C": "5", "gamma": "0.02"}, "accuracy", 98.56, None),
+    ("text §4.2.2", "poly-svm", {"degree": "2", "C": "512"}, "accuracy", 98.4, None),
+    ("text §4.3.2", "linear-svm-raw", {"C": "1"}, "f1", 0.7343, None),
+    ("text §4.3.2", "rbf-svm", {"C": "200", "gamma": "0.05"}, "f1", 0.9037, None),
 ]
 
 

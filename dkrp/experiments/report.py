@@ -85,7 +85,21 @@ def _matching(frame, value):
     if value.metric not in rows.columns:
         return None
     numbers = [x for x in (_number(v) for v in rows[value.metric]) if x is not None]
-    return numbers or None
+    if not numbers:
+        return None
+    return numbers, _setup(rows)
+
+
+#: Columns of our rows that say how the data were cut, shown beside our numbers
+_SETUP_COLUMNS = ("n_train", "n_test", "n_eval")
+
+
+def _setup(rows) -> set:
+    found = set()
+    for column in _SETUP_COLUMNS:
+        if column in rows.columns:
+            found |= {f"{column}={v}" for v in rows[column] if str(v).strip()}
+    return found
 
 
 def verdict(paper, paper_std, mean, std, metric) -> str:
@@ -130,10 +144,12 @@ def build_report(results="results") -> str:
     sections: dict[str, list[str]] = {}
     for value in published:
         ours = None
+        setup = set()
         for frame, _, _ in runs.get(value.experiment, ()):
             found = _matching(frame, value)
             if found:
-                ours = (ours or []) + found
+                ours = (ours or []) + found[0]
+                setup |= found[1]
         stats = None
         if ours is not None:
             n = len(ours)
@@ -150,6 +166,8 @@ def build_report(results="results") -> str:
             status = verdict(value.value, value.std, stats[0], stats[1], value.metric)
         counts[status] += 1
         ours_text = "-" if stats is None else _fmt(*stats)
+        if setup:
+            ours_text += "; " + ", ".join(sorted(setup))
         params = ", ".join(f"{k}={v}" for k, v in value.params.items())
         why = ""
         if status in ("differs", "not run yet", "data not available here"):
