@@ -163,10 +163,12 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     if fitted_from:
         _refuse_method_options(click.get_current_context(), "--like" if like else "--spec")
     elif bits and method != "spe":
-        raise click.UsageError(f"--bits stores the packed sign bits of --method spe; --method "
-                               f"{method} has none: drop --bits, or use --method spe.")
+        raise click.ClickException(f"--bits stores the packed sign bits of --method spe; "
+                                   f"--method {method} has none: drop --bits, or use --method "
+                                   "spe.")
     if bits and store_dtype:
-        raise click.UsageError("--bits stores packed uint8 signs: drop --store-dtype or --bits.")
+        raise click.ClickException("--bits stores packed uint8 signs: drop --store-dtype or "
+                                   "--bits.")
     density = _parse_float_or("--density", density, "auto")
     gamma = _parse_float_or("--gamma", gamma, "scale")
 
