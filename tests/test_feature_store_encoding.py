@@ -320,3 +320,29 @@ def test_legacy_store_reads_as_float_features_and_reruns_as_a_noop(tmp_path):
     assert write_features(ds.X, krp, store, progress=False)["chunks_written"] == 0
     with pytest.raises(FeatureStoreMismatchError, match="this run 'float16'"):
         write_features(ds.X, krp, store, progress=False, store_dtype="float16")
+
+
+def test_fixture_stores_of_each_encoding_keep_loading_and_rerun_as_noops(tmp_path):
+    # written once (tests/fixtures/encodings/MAKE.py.txt); never regenerated
+    folder = Path(__file__).parent / "fixtures" / "encodings"
+    X = np.load(FIXTURES / "X.npy")
+    Xd = da.from_array(X, chunks=(16, 6))
+    spe = dkrp.from_spec(json.loads((folder / "spe.spec.json").read_text()))
+    fs = open_features(folder / "bits.zarr")
+    assert (fs.encoding, fs.attrs["format_version"], fs.Z.shape) == ("bits", 2, (40, 5))
+    assert fs.Z.compute().tobytes() == spe.transform_bits(X).tobytes()
+    krp = dkrp.from_spec(json.loads((FIXTURES / "krp.spec.json").read_text()))
+    fs = open_features(folder / "float16_blosc.zarr")
+    assert fs.attrs["compressor"] == "blosc-zstd" and fs.attrs["format_version"] == 1
+    assert fs.Z.compute().tobytes() == _by_chunk16(krp, X).astype(np.float16).tobytes()
+    for name, options in (("bits.zarr", {"bits": True}),
+                          ("float16_blosc.zarr", {"store_dtype": "float16",
+                                                  "compressor": "blosc-zstd"})):
+        shutil.copytree(folder / name, tmp_path / name)
+        est = spe if name == "bits.zarr" else krp
+        summary = write_features(Xd, est, tmp_path / name, progress=False, **options)
+        assert summary["chunks_written"] == 0
+
+
+def _by_chunk16(projector, X):
+    return np.vstack([projector.transform(X[s:s + 16]) for s in range(0, len(X), 16)])
