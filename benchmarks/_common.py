@@ -263,3 +263,26 @@ def emit(name: str, title: str, body: str, command: str, write_results: bool,
         how = "replaced" if _START.format(name=name) in text else "appended"
         print(f"section {name!r} of {path} {how}")
     return section
+
+
+def disk_floor(nbytes, folder, piece=64 * 2**20):
+    """Seconds to write ``nbytes`` to a new file in ``folder`` with plain sequential writes,
+    then ``fsync`` it: the disk's own speed, the floor of any store of that many bytes.
+
+    Returns ``(seconds_with_fsync, seconds_before_fsync)``; the second is what the page
+    cache absorbs (a store written without fsync, as Zarr writes, can be that fast while
+    memory lasts). The file is deleted afterwards.
+    """
+    buf = np.random.default_rng(0).integers(0, 256, int(piece), dtype=np.uint8).tobytes()
+    path = Path(folder) / ".dkrp-disk-floor.bin"
+    left = int(nbytes)
+    try:
+        t0 = time.perf_counter()
+        with open(path, "wb", buffering=0) as f:
+            while left > 0:
+                left -= f.write(buf[:min(left, len(buf))])
+            written = time.perf_counter() - t0
+            os.fsync(f.fileno())
+        return time.perf_counter() - t0, written
+    finally:
+        path.unlink(missing_ok=True)

@@ -32,6 +32,7 @@ __all__ = [
     "TensorSketch",
     "featurize_to_store",
     "read_features",
+    "unpack_bits",
     "SpecError",
     "from_spec",
     "load",

@@ -92,7 +92,7 @@ def _task_threads() -> int:
     return max(1, num_threads() // max(1, int(nthreads)))
 
 
-def transform_partition(block, spec_text, dtype, row_offset, partition):
+def transform_partition(block, spec_text, dtype, row_offset, partition, bits=False):
     """Featurize one row block (module-level and pure, so it pickles by reference).
 
     Parameters
@@ -106,10 +106,14 @@ def transform_partition(block, spec_text, dtype, row_offset, partition):
         Global index of the block's first row, named in errors.
     partition : int
         Index of the block, named in errors.
+    bits : bool, default=False
+        Return the packed sign bits of the map (``bits_block``: SignProductEmbedding)
+        computed in ``dtype``, instead of its features.
 
     Returns
     -------
     ndarray of shape (n_rows, n_components) and dtype ``dtype``
+        Or, with ``bits``, uint8 of shape (n_rows, ceil(n_components / 8)).
     """
     from ._threading import limit_threads
 
@@ -131,6 +135,8 @@ def transform_partition(block, spec_text, dtype, row_offset, partition):
         )
     check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
     with limit_threads(_task_threads()):
+        if bits:
+            return np.ascontiguousarray(est.bits_block(block), dtype=np.uint8)
         out = est.transform_block(block)
     return np.ascontiguousarray(out, dtype=dtype)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 __all__ = ["FORMATS", "read_attrs", "check_store", "consolidate"]
 
 #: ``dkrp_format`` -> (what it is called in messages, newest version this dkrp reads)
-FORMATS = {"dataset": ("dataset store", 1), "features": ("feature store", 1)}
+FORMATS = {"dataset": ("dataset store", 1), "features": ("feature store", 2)}
 
 
 def read_attrs(path) -> dict | None:

@@ -36,7 +36,8 @@ class FeatureStoreMismatchError(FeatureStoreError, ValueError):
 
 
 class PartitionInputError(ValueError):
-    """One partition (row block) of the input is bad: NaN/inf, or the wrong shape.
+    """One partition (row block) of the input is bad: NaN/inf, the wrong shape, or
+    features too large for the store's dtype (``--store-dtype float16``).
 
     Retrying cannot help; the message names the partition and the global row.
 

@@ -115,6 +115,9 @@ def featurize_to_store(
     standardize=False,
     scale_rows=None,
     labels=None,
+    bits=False,
+    store_dtype=None,
+    compressor=None,
 ) -> FeaturizeResult:
     """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
 
@@ -149,7 +152,8 @@ def featurize_to_store(
         of other files, a dataset store, or ``source`` itself is refused (overwrite or
         not) before anything runs.
     dtype : {None, "float32", "float64"}
-        Output dtype (default: float32 for float32 input, else float64).
+        The dtype the map computes in (default: float32 for float32 input, else
+        float64), and the store holds unless ``store_dtype`` or ``bits`` say otherwise.
     retries : int, default=0
         More attempts for a partition's task that raises (see
         :func:`dkrp.feature_store.write_features`).
@@ -187,6 +191,17 @@ def featurize_to_store(
         Labels stored beside the features (array ``y`` of the store, read back by
         :func:`dkrp.read_features`). Default: those of a dataset store ``source``,
         if it has any.
+    bits : bool, default=False
+        Store the packed sign bits of a :class:`~dkrp.SignProductEmbedding`
+        (``transform_bits``: uint8, ``ceil(m/8)`` bytes per row, ``dkrp.unpack_bits``
+        decodes them) instead of float features (``--bits``). Other maps refuse it.
+    store_dtype : {None, "float16", "float32", "float64"}
+        Store the features in this dtype, computed in ``dtype`` (``--store-dtype``).
+        A value that overflows it (|v| > 65504 for float16) fails the job, naming its
+        row, and leaves the store incomplete.
+    compressor : {None, "none", "zstd", "gzip", "blosc-lz4", "blosc-zstd"}
+        Codec of each stored chunk (``--compressor``; default none). See
+        :mod:`dkrp.feature_store.encoding` and the README for measured sizes and times.
 
     Returns
     -------
@@ -221,12 +236,15 @@ def featurize_to_store(
 
     from ._validation import check_integer
     from .feature_store import plan_features, write_plan
+    from .feature_store.encoding import check_store_options
     from .feature_store.plan import check_output_path
     from .parallel import check_workers
     from .preprocessing import check_options, describe, fit_scaled
 
     retries = check_integer("retries", retries, minimum=0)
     standardize, scale_rows = check_options(standardize, scale_rows)
+    store = check_store_options(projector, bits=bits, store_dtype=store_dtype,
+                                compressor=compressor)
     fitted = hasattr(projector, "spec_checksum_")
     if fitted and (standardize or scale_rows is not None):
         asked = {"standardize": {}} if standardize else {}
@@ -260,7 +278,8 @@ def featurize_to_store(
             cluster["client"] = client()
         return cluster["client"]
 
-    size = size_job(X, projector, dest, dtype=dtype, chunk_rows=chunk_rows)
+    size = size_job(X, projector, dest, dtype=dtype, chunk_rows=chunk_rows,
+                    bits=store["bits"], store_dtype=store["store_dtype"])
     if dry_run:
         return FeaturizeResult(size, projector, "dry-run")
     _check_disk(size, dest)
@@ -281,7 +300,7 @@ def featurize_to_store(
 
     def make_plan(rows):
         return plan_features(X, projector, dest, overwrite=overwrite, dtype=dtype,
-                             source=provenance, chunk_rows=rows, labels=labels)
+                             source=provenance, chunk_rows=rows, labels=labels, **store)
 
     plan = make_plan(chunk_rows)
     current = None
@@ -328,7 +347,8 @@ def _n_components(projector) -> int | None:
     return int(k) if isinstance(k, int) else None
 
 
-def size_job(X, projector, dest, *, dtype=None, chunk_rows=None) -> dict:
+def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
+             store_dtype=None) -> dict:
     """Size a featurize job without fitting, computing or writing anything.
 
     Parameters
@@ -338,17 +358,19 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None) -> dict:
         Fitted or not (then its ``n_components`` gives the output width).
     dest : str or os.PathLike
         The feature store; an existing one keeps its chunk grid.
-    dtype, chunk_rows
+    dtype, chunk_rows, bits, store_dtype
         As for :func:`featurize_to_store`.
 
     Returns
     -------
     dict
-        ``shape`` (n_samples, n_components), ``dtype``, ``bytes`` (of the output),
+        ``shape`` (n_samples, n_components), ``dtype`` (as stored), ``bits``, ``bytes``
+        (of the output as stored, before compression),
         ``chunk_rows``, ``n_chunks``, ``task_memory`` (bytes one task needs, without the
         projector's own arrays when it is not fitted yet) and ``path``.
     """
     from ._blockwise import _output_dtype
+    from .feature_store.encoding import row_bytes
     from .feature_store.format import FEATURES_FORMAT, _read_attrs
     from .feature_store.plan import model_bytes, new_chunk_rows, task_memory
 
@@ -356,18 +378,20 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None) -> dict:
     n, d = int(X.shape[0]), int(X.shape[1])
     k = _n_components(projector)
     out_dtype = np.dtype(_output_dtype(X, dtype))
+    stored = np.dtype(np.uint8 if bits else store_dtype or out_dtype)
+    per_row = row_bytes(k or 0, out_dtype, bits=bits, store_dtype=store_dtype)
     old = _read_attrs(path) if path.is_dir() else None
     if old is not None and old.get("dkrp_format") == FEATURES_FORMAT:
         rows = int(old["chunk_rows"])
     else:
-        rows = new_chunk_rows(X, (k or 0) * out_dtype.itemsize, chunk_rows)
+        rows = new_chunk_rows(X, per_row, chunk_rows)
         rows = rows or (int(X.chunks[0][0]) if X.chunks[0] else 1)
     rows = max(1, min(rows, n)) if n else 1
     fitted = hasattr(projector, "spec_checksum_")
     memory = task_memory(rows, d, X.dtype.itemsize, k or 0, out_dtype.itemsize,
                          model_bytes(projector) if fitted else 0)
-    return {"path": str(path), "shape": (n, k), "dtype": out_dtype.name,
-            "bytes": None if k is None else n * k * out_dtype.itemsize,
+    return {"path": str(path), "shape": (n, k), "dtype": stored.name, "bits": bool(bits),
+            "bytes": None if k is None else n * per_row,
             "chunk_rows": rows, "n_chunks": -(-n // rows) if n else 0,
             "task_memory": memory}
 

@@ -146,7 +146,9 @@ def test_describe_summarises_complete_and_incomplete_stores(tmp_path, data):
     spec = krp.to_spec()
     assert d == {
         "format": "features", "path": str(out.absolute()), "shape": (1000, 40),
-        "dtype": "float64", "chunk_rows": 100, "complete": True, "chunks_done": 10,
+        "dtype": "float64", "compute_dtype": "float64", "encoding": "float",
+        "bytes_per_row": 320, "compressor": "none", "chunk_rows": 100, "complete": True,
+        "chunks_done": 10,
         "n_chunks": 10, "projector": "PolynomialRandomProjection", "seed": spec["seed"],
         "params": spec["params"], "checksum": krp.spec_checksum_,
         "input": zarr.open_group(str(out), mode="r").attrs["input"],

@@ -11,7 +11,15 @@ import time
 
 import click
 
-from .._choices import DISTRIBUTIONS, FLOAT_DTYPE_NAMES, INDEX_DESIGNS, POOLS, SCALE_ROWS
+from .._choices import (
+    COMPRESSORS,
+    DISTRIBUTIONS,
+    FLOAT_DTYPE_NAMES,
+    INDEX_DESIGNS,
+    POOLS,
+    SCALE_ROWS,
+    STORE_DTYPE_NAMES,
+)
 from ..methods import method_names
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
@@ -68,7 +76,20 @@ class _FeaturizeCommand(click.Command):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Random seed; the same seed gives the same features on any cluster.")
 @click.option("--dtype", type=click.Choice(FLOAT_DTYPE_NAMES),
-              help="Output dtype (default: float32 for float32 input, else float64).")
+              help="Dtype the map computes in, and the store holds unless --store-dtype "
+                   "(default: float32 for float32 input, else float64).")
+@click.option("--store-dtype", type=click.Choice(STORE_DTYPE_NAMES),
+              help="Store the features in this dtype: float16 halves a float32 store (MNIST "
+                   "KRP: accuracy measured in the README); a value above 65504 fails the "
+                   "job, naming its row.")
+@click.option("--bits", is_flag=True,
+              help="spe only: store the signs of the sketch packed 8 to a byte (uint8, "
+                   "m/8 bytes per row, 32x smaller than float32); decode with "
+                   "dkrp.unpack_bits.")
+@click.option("--compressor", type=click.Choice(COMPRESSORS), default="none",
+              show_default=True,
+              help="Codec of each stored chunk (random features barely compress: sizes and "
+                   "times in the README).")
 @click.option("--standardize", is_flag=True,
               help="Scale each input column to mean 0, variance 1 before the map; the "
                    "statistics are learnt on IN (one pass) and stored in the spec, so --like "
@@ -103,8 +124,9 @@ class _FeaturizeCommand(click.Command):
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
               distribution, density, pool, index_design, kernel, gamma, scale, seed, dtype,
-              standardize, scale_rows, like, spec_path, scheduler, scheduler_file, n_workers,
-              memory_limit, retries, overwrite, chunk_rows, dry_run, quiet):
+              store_dtype, bits, compressor, standardize, scale_rows, like, spec_path,
+              scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite,
+              chunk_rows, dry_run, quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
     Only the method's seed and parameters (a JSON spec of a few KB) go to the
@@ -128,6 +150,8 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
       dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
       dkrp featurize mnist-test.zarr nys-test.zarr --like nys.zarr
       dkrp featurize covtype.zarr rff.zarr --method rff --gamma 0.05 --standardize
+      dkrp featurize mnist.zarr spe-bits.zarr --method spe --n-components 4096 --bits
+      dkrp featurize mnist.zarr krp16.zarr --dtype float32 --store-dtype float16
       dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
     """
     from ..methods import fit_pass_message
@@ -138,6 +162,13 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         raise click.UsageError("Pass --like or --spec, not both.")
     if fitted_from:
         _refuse_method_options(click.get_current_context(), "--like" if like else "--spec")
+    elif bits and method != "spe":
+        raise click.ClickException(f"--bits stores the packed sign bits of --method spe; "
+                                   f"--method {method} has none: drop --bits, or use --method "
+                                   "spe.")
+    if bits and store_dtype:
+        raise click.ClickException("--bits stores packed uint8 signs: drop --store-dtype or "
+                                   "--bits.")
     density = _parse_float_or("--density", density, "auto")
     gamma = _parse_float_or("--gamma", gamma, "scale")
 
@@ -162,18 +193,21 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                        density=density, pool=pool, index_design=index_design, kernel=kernel,
                        gamma=gamma, scale=scale, random_state=seed)
         scaling = dict(standardize=standardize, scale_rows=scale_rows)
+        store = dict(bits=bits, store_dtype=store_dtype, compressor=compressor)
         summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
                                  scheduler_file, n_workers, memory_limit, retries, overwrite,
                                  quiet, on_fit, planned, chunk_rows, dry_run, fitted_from,
-                                 scaling)
+                                 scaling, store)
     except KeyboardInterrupt:
         _interrupted(planned)
     if dry_run:
         from ..jobs import format_bytes
 
         (n, k), total = summary["shape"], summary["bytes"]
-        click.echo(f"dry run: {summary['path']} would hold {n} x {k} {summary['dtype']} "
-                   f"features = {format_bytes(total) if total is not None else '?'} in "
+        what = (f"{n} x {k} sign bits packed as uint8" if summary.get("bits") else
+                f"{n} x {k} {summary['dtype']} features")
+        click.echo(f"dry run: {summary['path']} would hold {what} = "
+                   f"{format_bytes(total) if total is not None else '?'} in "
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
         return
@@ -183,13 +217,16 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
 def _summary_line(summary, wall_seconds):
     """The closing line: the work's time and rate, and the whole command's wall time (the
     cluster's start included); a rerun on a finished store says there was nothing to do."""
+    what = (f"{summary['n_components']} sign bits (packed, {(summary['n_components'] + 7) // 8}"
+            " bytes per row)" if summary.get("encoding") == "bits" else
+            f"{summary['n_components']} {summary['dtype']} features")
     if summary["chunks_written"] == 0:
         return (f"nothing to do (store complete): {summary['path']} already holds "
-                f"{summary['rows']} rows x {summary['n_components']} {summary['dtype']} "
-                f"features ({summary['chunks_skipped']} chunks); {wall_seconds:.1f} s wall")
+                f"{summary['rows']} rows x {what} ({summary['chunks_skipped']} chunks); "
+                f"{wall_seconds:.1f} s wall")
     rows, seconds = summary["rows"], summary["seconds"]
     return (
-        f"featurized {rows} rows -> {summary['n_components']} {summary['dtype']} features in "
+        f"featurized {rows} rows -> {what} in "
         f"{seconds:.1f} s of work ({summary['rows_per_second']:,.0f} rows/s; "
         f"{summary['chunks_written']} chunks written, {summary['chunks_skipped']} already done), "
         f"{wall_seconds:.1f} s wall including the cluster's start: {summary['path']}"
@@ -264,7 +301,7 @@ def _fitted_projector(path):
 
 def _featurize_job(input_path, output, method, options, dtype, scheduler, scheduler_file,
                    n_workers, memory_limit, retries, overwrite, quiet, on_fit, planned,
-                   chunk_rows, dry_run, fitted_from=None, scaling=None):
+                   chunk_rows, dry_run, fitted_from=None, scaling=None, store=None):
     from ..jobs import featurize_to_store
     from ..methods import make_projector
 
@@ -289,7 +326,7 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
                 _client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
-            chunk_rows=chunk_rows, dry_run=dry_run, **(scaling or {}),
+            chunk_rows=chunk_rows, dry_run=dry_run, **(scaling or {}), **(store or {}),
         )
     return summary
 

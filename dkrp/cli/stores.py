@@ -83,9 +83,22 @@ def _describe_lines(d: dict):
     complete = "complete" if d["complete"] else "INCOMPLETE"
     n, k = d["shape"]
     if d["format"] == "features":
-        yield f"feature store {d['path']}"
-        yield (f"  shape ({n}, {k}) {d['dtype']}, chunk_rows {d['chunk_rows']}, {complete} "
-               f"({d['chunks_done']}/{d['n_chunks']} chunks done)")
+        done = (f"chunk_rows {d['chunk_rows']}, {complete} ({d['chunks_done']}/"
+                f"{d['n_chunks']} chunks done)")
+        compressor = d.get("compressor") or "not recorded"
+        if d.get("encoding") == "bits":
+            yield f"bit store {d['path']}"
+            yield (f"  shape ({n}, {k}): {k} sign bits per row packed in {d['bytes_per_row']} "
+                   f"uint8 bytes (numpy.packbits order; Z is ({n}, {d['bytes_per_row']})), "
+                   f"computed in {d['compute_dtype']}, {done}")
+            yield (f"  unpack: dkrp.unpack_bits(Z, {k}) gives ±1 (set bit +1); "
+                   "dkrp.read_features(STORE, unpack=True) reads them as float32")
+        else:
+            yield f"feature store {d['path']}"
+            computed = ("" if d.get("compute_dtype") in (None, d["dtype"]) else
+                        f" (computed in {d['compute_dtype']})")
+            yield f"  shape ({n}, {k}) {d['dtype']}{computed}, {done}"
+        yield f"  compressor {compressor}, {d['bytes_per_row']} bytes per row before it"
         params = json.dumps(d["params"], sort_keys=True)
         yield f"  projector {d['projector']} seed {d['seed']} params {params}"
         yield f"  checksum {d['checksum']}"
@@ -274,5 +287,6 @@ def export(store, out, fmt, overwrite):
               "" if result["has_labels"] else
               " (no labels in the store" + (": label 0 on every line)" if fmt == "libsvm"
                                             else ")"))
-    click.echo(f"exported {result['rows']} rows x {result['n_components']} features "
+    what = ("sign bits packed as uint8" if result.get("encoding") == "bits" else "features")
+    click.echo(f"exported {result['rows']} rows x {result['n_components']} {what} "
                f"({fmt}) to {result['path']}{labels}")

@@ -6,6 +6,8 @@ a killed run resume without redoing finished work:
 * :mod:`~dkrp.feature_store.format`: the store layout and attributes, the input
   fingerprint, the mismatch checks, :func:`open_features` and :class:`FeatureSet`
   (with :meth:`FeatureSet.describe`);
+* :mod:`~dkrp.feature_store.encoding`: how a store holds its values (float features
+  or packed SPE sign bits, a narrower store dtype, the chunk compressor);
 * :mod:`~dkrp.feature_store.plan`: :func:`plan_features`, every check before a
   write;
 * :mod:`~dkrp.feature_store.tasks`: the per-chunk write tasks, retries, naming a

@@ -10,6 +10,8 @@ Formats
 ``npy``
     ``OUT`` holds ``Z`` exactly (same dtype and bytes); the labels, if any, go to
     ``OUT`` with ``.y.npy`` in place of ``.npy`` (e.g. ``train.npy``, ``train.y.npy``).
+    The only format of a bit store: ``OUT`` holds its packed uint8 signs
+    (``dkrp.unpack_bits(np.load(OUT), n_components)`` decodes them).
 ``parquet``
     Columns ``z0 .. z{k-1}`` (the store's dtype) and ``y`` when there are labels; one
     row group per store chunk. Needs ``pyarrow`` (``pip install dkrp[parquet]``).
@@ -84,6 +86,10 @@ def export_features(path, to, out, *, overwrite=False) -> dict:
                          f"{', '.join(EXPORT_FORMATS)}.")
     out = Path(out).expanduser().absolute()
     features = open_features(path)
+    if features.encoding == "bits" and to != "npy":
+        raise ValueError(
+            f"{features.path} is a bit store (packed sign bits, not features): it exports "
+            "to npy only (--to npy: the packed uint8 bytes, decoded by dkrp.unpack_bits).")
     has_labels = features.y is not None
     targets = [out] + ([labels_path(out)] if to == "npy" and has_labels else [])
     for target in targets:
@@ -109,7 +115,8 @@ def export_features(path, to, out, *, overwrite=False) -> dict:
         tmp.unlink(missing_ok=True)
         tmp.with_name(tmp.name + ".y").unlink(missing_ok=True)
     return {"path": str(out), "labels_path": str(labels_path(out)) if len(targets) > 1 else None,
-            "format": to, "rows": n, "n_components": k, "has_labels": has_labels}
+            "format": to, "rows": n, "n_components": features.n_components,
+            "encoding": features.encoding, "has_labels": has_labels}
 
 
 def _write_npy(features, tmp, tmp_labels):

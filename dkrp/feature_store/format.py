@@ -7,13 +7,15 @@ made by another run, creating an empty store, and reading one back
 is in :mod:`dkrp.feature_store.plan`, :mod:`~dkrp.feature_store.tasks` and
 :mod:`~dkrp.feature_store.write`.
 
-Store layout (``dkrp_format = "features"``, ``format_version = 1``)
--------------------------------------------------------------------
+Store layout (``dkrp_format = "features"``, ``format_version = 1``; 2 for bit stores)
+-----------------------------------------------------------------------------------
 A Zarr v3 group::
 
     <path>/zarr.json   group attributes (below)
     <path>/Z           features, shape (n_samples, n_components), chunks (chunk_rows, k),
-                       fill value NaN (an unwritten chunk never reads as features)
+                       fill value NaN (an unwritten chunk never reads as features); in a
+                       bit store (``encoding: "bits"``) uint8 packed signs of shape
+                       (n_samples, ceil(n_components / 8)), fill value 0
     <path>/done        uint8, shape (n_chunks,), one chunk per element: 1 once chunk i of
                        Z is written (the per-chunk done marker)
     <path>/y           the input's labels (int64 or float64), shape (n_samples,), chunks
@@ -22,11 +24,16 @@ A Zarr v3 group::
                        have neither and open as before (no labels).
 
 Group attributes: ``dkrp_format``, ``format_version``, ``complete``, ``n_samples``,
-``n_components``, ``dtype``, ``chunk_rows``, ``n_chunks``, ``has_labels`` (when there
-are labels), ``spec`` (the projector's JSON spec, with any scaling learnt on the
-training input in its fitted values), ``input`` (the input fingerprint) and ``manifest``
-(dkrp, numpy, zarr and dask versions). They hold no timestamps or host names, so two
-runs of the same job give byte-identical stores.
+``n_components``, ``dtype`` (of ``Z`` as stored: ``uint8`` in a bit store),
+``compute_dtype`` (the dtype the map ran in), ``encoding`` (``"float"`` or ``"bits"``),
+``compressor``, ``chunk_rows``, ``n_chunks``, ``has_labels`` (when there are labels),
+``spec`` (the projector's JSON spec, with any scaling learnt on the training input in
+its fitted values), ``input`` (the input fingerprint) and ``manifest`` (dkrp, numpy,
+zarr and dask versions); a bit store adds ``bytes_per_row`` and ``bit_order``. They
+hold no timestamps or host names, so two runs of the same job give byte-identical
+stores. Stores written before ``encoding``, ``compute_dtype`` and ``compressor`` existed
+lack them and read as float features computed in ``dtype``
+(:mod:`dkrp.feature_store.encoding`).
 
 Both arrays' codecs end with zarr's ``crc32c`` codec: every chunk file carries a
 CRC-32C of its bytes, checked on every read. :func:`open_features` refuses a complete
@@ -57,6 +64,7 @@ from .._chunks import read_checked, with_checksum
 from .._spec import from_spec, registered_projectors
 from .._store import check_store, read_attrs
 from ..errors import FeatureStoreError
+from .encoding import BITS, ENCODING_VERSIONS, FLOAT, compressor_codecs, row_bytes
 
 __all__ = [
     "FEATURES_FORMAT",
@@ -71,7 +79,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FEATURES_FORMAT = "features"
-FORMAT_VERSION = 1
+#: The newest layout this dkrp writes and reads. Stores of float features are still
+#: written as version 1 (dkrp 0.1.0 reads them, float16 and compressed ones included); a
+#: bit store is version 2, so a dkrp that predates bit stores refuses it.
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,16 @@ class FeatureSet:
     @property
     def spec(self) -> dict:
         return self.attrs["spec"]
+
+    @property
+    def encoding(self) -> str:
+        """``"float"`` (features) or ``"bits"`` (packed signs: ``dkrp.unpack_bits``)."""
+        return self.attrs.get("encoding", FLOAT)
+
+    @property
+    def n_components(self) -> int:
+        """Features (or, in a bit store, sign bits) per row."""
+        return int(self.attrs["n_components"])
 
     def describe(self) -> dict:
         """The summary that ``dkrp info`` prints for this store.
@@ -135,7 +156,9 @@ def describe_features(path, attrs) -> dict:
     -------
     dict
         ``format`` (``"features"``), ``path``, ``shape`` (n_samples, n_components),
-        ``dtype``, ``chunk_rows``, ``complete`` (bool), ``chunks_done``, ``n_chunks``,
+        ``dtype`` (as stored), ``compute_dtype``, ``encoding`` (``"float"``/``"bits"``),
+        ``bytes_per_row`` (stored, before compression), ``compressor`` (None when not
+        recorded), ``chunk_rows``, ``complete`` (bool), ``chunks_done``, ``n_chunks``,
         ``projector`` (the spec's class name), ``seed``, ``params``, ``checksum``,
         ``input`` (the input fingerprint), ``manifest`` (the versions that wrote it),
         ``has_labels`` and ``preprocessing`` (the scaling the spec carries, e.g.
@@ -146,11 +169,19 @@ def describe_features(path, attrs) -> dict:
     n_chunks = int(attrs.get("n_chunks", 0))
     spec = attrs.get("spec", {})
     written = int(_written_chunks(path, n_chunks).sum())  # a deleted chunk is not done
+    encoding = attrs.get("encoding", FLOAT)
+    k, dtype = attrs.get("n_components"), attrs.get("dtype")
+    per_row = (None if k is None or dtype is None else
+               row_bytes(k, dtype) if encoding == FLOAT else row_bytes(k, dtype, bits=True))
     return {
         "format": FEATURES_FORMAT,
         "path": str(path),
-        "shape": (attrs.get("n_samples"), attrs.get("n_components")),
-        "dtype": attrs.get("dtype"),
+        "shape": (attrs.get("n_samples"), k),
+        "dtype": dtype,
+        "compute_dtype": attrs.get("compute_dtype", dtype),
+        "encoding": encoding,
+        "bytes_per_row": per_row,
+        "compressor": attrs.get("compressor"),
         "chunk_rows": attrs.get("chunk_rows"),
         "complete": attrs.get("complete") is True and written == n_chunks,
         "chunks_done": written,
@@ -233,24 +264,34 @@ def _manifest() -> dict:
     }
 
 
-def _expected_attrs(projector, X, dtype, chunk_rows, fingerprint) -> dict:
+def _expected_attrs(projector, X, dtype, chunk_rows, fingerprint, *, bits=False,
+                    store_dtype=None, compressor="none") -> dict:
     spec = json.loads(spec_json(projector))
     n = int(X.shape[0])
     k = int(projector._n_features_out)
     n_chunks = len(X.chunks[0]) if n else 0
-    return {
+    encoding = BITS if bits else FLOAT
+    stored = "uint8" if bits else np.dtype(store_dtype or dtype).name
+    attrs = {
         "dkrp_format": FEATURES_FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": ENCODING_VERSIONS[encoding],
         "complete": False,
         "n_samples": n,
         "n_components": k,
-        "dtype": np.dtype(dtype).name,
+        "dtype": stored,
+        "compute_dtype": np.dtype(dtype).name,
+        "encoding": encoding,
+        "compressor": compressor or "none",
         "chunk_rows": int(chunk_rows),
         "n_chunks": n_chunks,
         "spec": spec,
         "input": fingerprint,
         "manifest": _manifest(),
     }
+    if bits:
+        attrs["bytes_per_row"] = row_bytes(k, dtype, bits=True)
+        attrs["bit_order"] = "numpy.packbits (big): bit 7 - i % 8 of byte i // 8 is sign i"
+    return attrs
 
 
 def _read_attrs(path: Path) -> dict | None:
@@ -298,13 +339,21 @@ def _mismatches(old: dict, new: dict) -> list[str]:
     for key in ("dtype", "n_samples", "n_components"):
         if old.get(key) != new[key]:
             out.append(f"{key}: store {old.get(key)!r}, this run {new[key]!r}")
+    # stores written before these attributes: float features computed in their dtype
+    defaults = {"encoding": FLOAT, "compute_dtype": old.get("dtype")}
+    for key in ("encoding", "compute_dtype"):
+        if old.get(key, defaults[key]) != new[key]:
+            out.append(f"{key}: store {old.get(key, defaults[key])!r}, this run {new[key]!r}")
+    if "compressor" in old and old["compressor"] != new.get("compressor", old["compressor"]):
+        out.append(f"compressor: store {old['compressor']!r}, this run {new['compressor']!r}")
     old_in, new_in = old.get("input") or {}, new["input"]
     for key in sorted(set(old_in) | set(new_in)):
         if old_in.get(key) != new_in.get(key):
             out.append(f"input {key}: store {old_in.get(key)!r}, this run {new_in.get(key)!r}")
-    if old.get("format_version") != FORMAT_VERSION:
+    if old.get("format_version") != new["format_version"]:
         out.append(
-            f"format_version: store {old.get('format_version')!r}, this dkrp {FORMAT_VERSION}"
+            f"format_version: store {old.get('format_version')!r}, this run "
+            f"{new['format_version']}"
         )
     return out
 
@@ -317,17 +366,22 @@ def _create(path: Path, attrs: dict):
     group = zarr.open_group(str(path), mode="w", zarr_format=3)
     group.attrs.update(attrs)  # complete: false, before the first chunk
     n, k = attrs["n_samples"], attrs["n_components"]
+    bits = attrs.get("encoding", FLOAT) == BITS
+    width = attrs["bytes_per_row"] if bits else k
     group.create_array(
         "Z",
-        shape=(n, k),
-        dimension_names=("sample", "component"),  # xarray.open_zarr's dimensions
-        chunks=(max(1, attrs["chunk_rows"]), max(1, k)),
+        shape=(n, width),
+        # xarray.open_zarr's dimensions
+        dimension_names=("sample", "byte" if bits else "component"),
+        chunks=(max(1, attrs["chunk_rows"]), max(1, width)),
         dtype=attrs["dtype"],
-        fill_value=np.nan,
+        fill_value=0 if bits else np.nan,
         # Random features are incompressible noise to zstd (measured: 94% of raw size
-        # at 2.8x the write time for a 16384 x 2000 float32 KRP chunk); store them raw,
+        # at 2.8x the write time for a 16384 x 2000 float32 KRP chunk); stored raw by
+        # default (benchmarks/bench_store_encodings.py measures every compressor), always
         # with a crc32c checksum of each chunk (benchmarks/bench_checksum.py)
-        compressors=with_checksum(),
+        compressors=with_checksum(compressor_codecs(
+            attrs.get("compressor"), np.dtype(attrs["dtype"]).itemsize)),
         config={"write_empty_chunks": True},
     )
     group.create_array(
@@ -471,7 +525,7 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     return FeatureSet(Z=Z, attrs=attrs, path=path, y=y)
 
 
-def read_features(path):
+def read_features(path, *, unpack=False):
     """The features of a feature store and their labels: ``Z, y = dkrp.read_features(path)``.
 
     The one reader for model training. The store must be complete (every chunk
@@ -482,12 +536,18 @@ def read_features(path):
     ----------
     path : str or os.PathLike
         A feature store made by ``dkrp featurize`` (or :func:`dkrp.featurize_to_store`).
+    unpack : bool, default=False
+        A bit store (``dkrp featurize --method spe --bits``) is refused unless this is
+        True: then its signs are read as ±1 float32 features (:func:`dkrp.unpack_bits`,
+        block by block). The packed bytes themselves are ``open_features(path).Z``.
+        No effect on a store of float features.
 
     Returns
     -------
     Z : dask.array.Array of shape (n_samples, n_components)
         Lazy, one block per store chunk; ``Z.compute()`` (or ``np.asarray(Z)``, as
-        scikit-learn's estimators do) reads it into memory.
+        scikit-learn's estimators do) reads it into memory. In the dtype stored
+        (float16 for ``--store-dtype float16``).
     y : numpy.ndarray of shape (n_samples,) or None
         The labels copied from the input dataset store at featurize time (int64 for
         integral labels, else float64), or None when the input had none.
@@ -495,7 +555,8 @@ def read_features(path):
     Raises
     ------
     FileNotFoundError, FeatureStoreError, ChunkError
-        As :func:`open_features` (an incomplete store is refused).
+        As :func:`open_features` (an incomplete store is refused); FeatureStoreError
+        too for a bit store without ``unpack=True``.
 
     Examples
     --------
@@ -507,4 +568,17 @@ def read_features(path):
     """
     features = open_features(path)
     y = None if features.y is None else np.asarray(features.y.compute())
-    return features.Z, y
+    Z = features.Z
+    if features.encoding == BITS:
+        m = features.n_components
+        if not unpack:
+            raise FeatureStoreError(
+                f"{features.path} is a bit store: {m} signs per row packed in "
+                f"{(m + 7) // 8} uint8 bytes, not features. Pass unpack=True for ±1 float32 "
+                "features, or read the packed bytes with dkrp.feature_store.open_features("
+                "path).Z (decode with dkrp.unpack_bits(bits, n_components)).")
+        from ..features.sign_product import unpack_bits
+
+        Z = Z.map_blocks(unpack_bits, m, np.float32, dtype=np.float32,
+                         chunks=(Z.chunks[0], (m,)))
+    return Z, y

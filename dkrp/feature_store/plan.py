@@ -16,6 +16,7 @@ import numpy as np
 
 from .._blockwise import prepare_input
 from ..errors import FeatureStoreError, FeatureStoreMismatchError
+from .encoding import check_store_options, row_bytes
 from .format import (
     FEATURES_FORMAT,
     _expected_attrs,
@@ -194,7 +195,7 @@ def check_output_path(out_path, *, input_path=None) -> None:
 
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
                   fingerprint=None, chunk_rows=None, max_chunk_bytes=None,
-                  labels=None) -> dict:
+                  labels=None, bits=False, store_dtype=None, compressor=None) -> dict:
     """Check a feature-store run before anything is written or any cluster is started.
 
     Validates ``X`` for ``projector`` (feature count, 2-D, numeric), refuses an output
@@ -215,6 +216,11 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     stored beside the features as array ``y`` when the plan is carried out; nothing
     of them is read here but their shape.
 
+    ``bits``, ``store_dtype`` and ``compressor`` say how the store holds its values
+    (:mod:`dkrp.feature_store.encoding`): packed sign bits of a SignProductEmbedding,
+    features cast to a narrower dtype than ``dtype`` (the one they are computed in),
+    and the codec of each chunk. ``max_chunk_bytes`` counts stored bytes.
+
     Returns
     -------
     dict
@@ -222,7 +228,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         ``path`` (the store), ``build_path`` (where chunks are written: ``path``, or its
         hidden sibling when ``replace``), ``replace`` (swap ``build_path`` in for the
         store at ``path`` once complete), ``attrs`` (the attributes the store will
-        have), ``X`` (validated, rows aligned with the output chunks), ``dtype``,
+        have), ``X`` (validated, rows aligned with the output chunks), ``dtype`` (the
+        compute dtype), ``store`` (``{"bits", "store_dtype"}``: what a chunk task
+        stores),
         ``missing`` (chunks to write), ``task_memory`` (bytes one chunk task needs,
         :func:`task_memory`), ``labels`` (as given) and ``seconds`` (the time planning
         took, counted in the run's time).
@@ -238,6 +246,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if input_path is None and fingerprint is not None:
         input_path = fingerprint.get("source_path")
     check_output_path(path, input_path=input_path)
+    options = check_store_options(projector, bits=bits, store_dtype=store_dtype,
+                                  compressor=compressor)
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
     if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
         raise ValueError(f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
@@ -245,7 +255,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if fingerprint is None:
         fingerprint = input_fingerprint(X, source=source)
     k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
-    new_rows = new_chunk_rows(X, k * itemsize, chunk_rows, max_chunk_bytes)
+    stored_row = row_bytes(k, out_dtype, bits=options["bits"],
+                           store_dtype=options["store_dtype"])
+    new_rows = new_chunk_rows(X, stored_row, chunk_rows, max_chunk_bytes)
 
     def compare(store):
         """(old attrs, X aligned, attrs, problems) of this run against ``store``."""
@@ -254,7 +266,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             old = None
         rows = int(old.get("chunk_rows", 0)) if old is not None else new_rows
         aligned, rows = _align_rows(X, rows or None)
-        attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint)
+        attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint,
+                                **options)
         return old, aligned, attrs, (_mismatches(old, attrs) if old is not None else [])
 
     build, replace = path, False
@@ -286,6 +299,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if old is None:
         action, missing = "create", n_chunks
     else:
+        if "compressor" not in old:
+            del attrs["compressor"]  # a store written before it was recorded: unknown
         missing = int((~_written_chunks(build, n_chunks)).sum())  # a deleted chunk is redone
         finished = old.get("complete") is True and missing == 0
         action = "noop" if finished and not replace else "resume"
@@ -293,8 +308,10 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
                          model_bytes(projector))
     if labels is not None:
         attrs["has_labels"] = True
+    store = {"bits": options["bits"], "store_dtype": options["store_dtype"]}
     return {"action": action, "path": path, "build_path": build, "replace": replace,
-            "attrs": attrs, "X": aligned, "dtype": out_dtype, "missing": missing,
+            "attrs": attrs, "X": aligned, "dtype": out_dtype, "store": store,
+            "missing": missing,
             "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
 
 

@@ -16,21 +16,26 @@ import numpy as np
 
 from .._blockwise import row_offsets, spec_json, transform_partition
 from ..errors import PartitionError, PartitionInputError
+from .encoding import encode_block
 
 logger = logging.getLogger(__name__)
 
 __all__ = []
 
 
-def _write_chunk(block, spec_text, dtype, path, chunk, row_start):
+def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
     """Featurize one row block and write it as chunk ``chunk`` of ``Z``, then mark it done.
 
     Module-level and pure; runs on a worker. Idempotent: a second run writes the
-    same bytes to the same chunk file.
+    same bytes to the same chunk file. ``store`` is what is stored (:func:`_store_token`):
+    ``""`` the features as computed, ``"bits"`` packed sign bits, or a dtype string
+    (the features cast to it, refusing values that overflow it).
     """
     import zarr
 
-    Z = transform_partition(block, spec_text, dtype, row_start, chunk)
+    Z = transform_partition(block, spec_text, dtype, row_start, chunk, bits=store == "bits")
+    if store not in ("", "bits"):
+        Z = encode_block(Z, np.dtype(store), chunk, row_start)
     stop = row_start + Z.shape[0]
     zarr.open_array(str(Path(path) / "Z"), mode="r+")[row_start:stop] = Z
     # the marker comes after the chunk: a task killed in between leaves the chunk "missing"
@@ -38,7 +43,8 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start):
     return chunk, int(Z.shape[0])
 
 
-def _write_chunk_retrying(block, spec_text, dtype, path, chunk, row_start, retries):
+def _write_chunk_retrying(block, spec_text, dtype, path, chunk, row_start, retries,
+                          store=""):
     """:func:`_write_chunk` with ``retries`` in-task retries (dask's local scheduler has
     none of its own); the final failure names the partition (:func:`_partition_failure`).
     """
@@ -46,7 +52,7 @@ def _write_chunk_retrying(block, spec_text, dtype, path, chunk, row_start, retri
     while True:
         attempt += 1
         try:
-            return _write_chunk(block, spec_text, dtype, path, chunk, row_start)
+            return _write_chunk(block, spec_text, dtype, path, chunk, row_start, store)
         except Exception as exc:  # noqa: BLE001 - retried, then re-raised with context
             rows = (row_start, row_start + int(block.shape[0]) - 1)
             error = _partition_failure(exc, chunk, rows, path, attempt)
@@ -94,8 +100,16 @@ def _default_client():
         return None
 
 
+def _store_token(store) -> str:
+    """The ``store`` argument of :func:`_write_chunk` for a plan's ``store`` dict (or None)."""
+    store = store or {}
+    if store.get("bits"):
+        return "bits"
+    return "" if store.get("store_dtype") is None else np.dtype(store["store_dtype"]).str
+
+
 def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skipped,
-               retries=0):
+               retries=0, store=None):
     import dask
     from dask.base import tokenize
 
@@ -105,7 +119,8 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
     offsets = row_offsets(X.chunks[0])
     blocks = X.to_delayed().ravel()
     dtype_str = np.dtype(dtype).str
-    token = tokenize(X.name, text, dtype_str, str(path))
+    stored = _store_token(store)
+    token = tokenize(X.name, text, dtype_str, str(path), stored)
 
     def rows(i):
         return offsets[i], offsets[i] + X.chunks[0][i] - 1
@@ -116,7 +131,7 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
         if client is None:  # dask's local scheduler (threads unless configured otherwise)
             tasks = [
                 dask.delayed(_write_chunk_retrying, pure=True)(
-                    blocks[i], text, dtype_str, str(path), i, offsets[i], retries,
+                    blocks[i], text, dtype_str, str(path), i, offsets[i], retries, stored,
                     dask_key_name=f"dkrp-write-{token}-{i}",
                 )
                 for i in todo
@@ -129,7 +144,7 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
 
         tasks = [
             dask.delayed(_write_chunk, pure=True)(
-                blocks[i], text, dtype_str, str(path), i, offsets[i],
+                blocks[i], text, dtype_str, str(path), i, offsets[i], stored,
                 dask_key_name=f"dkrp-write-{token}-{i}",
             )
             for i in todo

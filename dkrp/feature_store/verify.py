@@ -184,6 +184,7 @@ def _repair(path, attrs, bad, *, client, input, progress, retries, check):
     from .._spec import from_spec
     from ..jobs import open_input
     from ..parallel import check_workers
+    from .encoding import store_options
     from .plan import plan_features
     from .tasks import _run_tasks
     from .write import _remove_partial_files
@@ -207,7 +208,7 @@ def _repair(path, attrs, bad, *, client, input, progress, retries, check):
                 "input (--input PATH), or featurize it again."
             ) from exc
     # the same checks as a resume: another input, spec, dtype or shape is refused here
-    plan = plan_features(X, projector, path, dtype=attrs["dtype"], source=provenance)
+    plan = plan_features(X, projector, path, source=provenance, **store_options(attrs))
 
     import zarr
 
@@ -223,7 +224,7 @@ def _repair(path, attrs, bad, *, client, input, progress, retries, check):
     logger.info("%s: recomputing chunks %s", path, bad)
     n_chunks = int(attrs["n_chunks"])
     _run_tasks(plan["X"], projector, plan["dtype"], path, list(bad), current, progress,
-               n_chunks, n_chunks - len(bad), retries)
+               n_chunks, n_chunks - len(bad), retries, store=plan["store"])
 
 
 def _recheck(path, chunks) -> list[int]:

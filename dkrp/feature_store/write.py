@@ -65,6 +65,9 @@ def write_features(
     source=None,
     fingerprint=None,
     retries=0,
+    bits=False,
+    store_dtype=None,
+    compressor=None,
 ):
     """Featurize ``X`` into a resumable Zarr v3 feature store.
 
@@ -89,7 +92,8 @@ def write_features(
         True shows a tqdm bar on stderr; a callable is called as
         ``progress(done, total)`` after each chunk; False is silent.
     dtype : {None, "float32", "float64"}
-        Output dtype (default: float32 for float32 input, else float64).
+        The dtype the features are computed in (default: float32 for float32 input,
+        else float64), and stored in unless ``store_dtype`` says otherwise.
     source : dict, optional
         Provenance of ``X`` for the input fingerprint (see :func:`input_fingerprint`).
     fingerprint : dict, optional
@@ -100,12 +104,22 @@ def write_features(
         retries=)`` does; on dask's local scheduler the task retries itself. Rewriting
         a chunk is idempotent. Workers that die are covered separately, by Dask's
         ``distributed.scheduler.allowed-failures``.
+    bits : bool, default=False
+        Store the packed sign bits of a SignProductEmbedding (``transform_bits``: uint8,
+        ``ceil(n_components/8)`` bytes per row) instead of its features.
+    store_dtype : {None, "float16", "float32", "float64"}
+        Store the features in this dtype (default: ``dtype``); a value that overflows it
+        fails its partition (:class:`~dkrp.errors.PartitionInputError`) and the store
+        stays incomplete.
+    compressor : {None, "none", "zstd", "gzip", "blosc-lz4", "blosc-zstd"}
+        Codec of each chunk (default none). See :mod:`dkrp.feature_store.encoding`.
 
     Returns
     -------
     dict
-        ``path``, ``rows``, ``n_components``, ``dtype``, ``seconds``, ``rows_per_second``,
-        ``chunks_written``, ``chunks_skipped``, ``n_chunks``.
+        ``path``, ``rows``, ``n_components``, ``dtype`` (as stored), ``encoding``,
+        ``seconds``, ``rows_per_second``, ``chunks_written``, ``chunks_skipped``,
+        ``n_chunks``.
 
     Raises
     ------
@@ -127,7 +141,8 @@ def write_features(
 
     retries = check_integer("retries", retries, minimum=0)
     plan = plan_features(X, projector, out_path, overwrite=overwrite, dtype=dtype,
-                         source=source, fingerprint=fingerprint)
+                         source=source, fingerprint=fingerprint, bits=bits,
+                         store_dtype=store_dtype, compressor=compressor)
     return write_plan(plan, projector, client=client, progress=progress, retries=retries)
 
 
@@ -187,7 +202,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     skipped = n_chunks - len(todo)
     logger.info("%s: %d of %d chunks to write", build, len(todo), n_chunks)
     _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
-               retries)
+               retries, store=plan.get("store"))
 
     if not _done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
@@ -248,6 +263,7 @@ def _summary(path, attrs, t0, *, written, skipped):
         "rows": rows,
         "n_components": attrs["n_components"],
         "dtype": attrs["dtype"],
+        "encoding": attrs.get("encoding", "float"),
         "seconds": seconds,
         "rows_per_second": rows / seconds if seconds > 0 else float("inf"),
         "chunks_written": written,
