@@ -126,7 +126,6 @@ def test_featurize_npy_with_rff_float32(tmp_path, scheduler_address):
 
 
 def test_demo_runs_on_digits(tmp_path, scheduler_address):
-    t0 = time.perf_counter()
     r = _run("demo", "--scheduler", scheduler_address, "--quiet", "--workdir", tmp_path)
     assert r.exit_code == 0, r.output
     lines = {line.split("  ")[0]: line for line in r.output.splitlines()}
@@ -135,7 +134,6 @@ def test_demo_runs_on_digits(tmp_path, scheduler_address):
            if k.startswith(("LinearSVC", "exact"))}
     assert acc["LinearSVC on raw inputs"] < max(v for k, v in acc.items() if "KRP" in k)
     assert min(acc.values()) > 0.9
-    assert time.perf_counter() - t0 < 60
 
 
 def _free_port():
