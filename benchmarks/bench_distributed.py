@@ -531,18 +531,48 @@ def bench_ratio_shape(shape, args, workdir, client):
     def cluster_sum(m):
         return lambda: featurize(arrays[m], krp).sum().compute()
 
-    fns = [in_memory, lambda: _sequential(seq_blocks, text)] + [cluster_sum(m) for m in mibs]
-    counts = [args.repeats, max(1, args.repeats // 2)] + [args.repeats] * len(mibs)
-    load0 = os.getloadavg()[0]
-    times = interleaved(fns, counts)
-    load1 = os.getloadavg()[0]
-    t_mem, t_seq = float(np.median(times[0])), float(np.median(times[1]))
-    runs = {m: times[2 + i] for i, m in enumerate(mibs)}
-
-    # profile at the profiled chunk size (default: the plan's default)
+    # profile at (and the no-read variant of) this chunk size (default: the plan's default)
     pm = args.profile_mib if args.profile_mib is not None else default
     if pm not in rows:
         raise SystemExit(f"--profile-mib {pm} is not one of the chunk sizes {mibs}")
+    # the same chunks held in the workers' memory: the cluster path without the Zarr read
+    from distributed import wait
+
+    held = arrays[pm].persist()
+    wait(held)
+
+    def cluster_held():
+        return featurize(held, krp).sum().compute()
+
+    labels = ["mem", "seq", "held", *mibs]
+    fns = [in_memory, lambda: _sequential(seq_blocks, text), cluster_held]
+    fns += [cluster_sum(m) for m in mibs]
+    counts = [args.repeats, max(1, args.repeats // 2), args.repeats] + [args.repeats] * len(mibs)
+    # CPU seconds of this process (client, scheduler) and of every worker, per run: on a
+    # shared machine they say what a run costs whatever share of the cores it got
+    cpu = [[] for _ in fns]
+    sampling = [[] for _ in fns]
+
+    def all_cpu():
+        return time.process_time() + sum(client.run(time.process_time).values())
+
+    def counted(i):
+        def run():
+            t0 = time.perf_counter()
+            c0 = all_cpu()
+            t1 = time.perf_counter()
+            fns[i]()
+            t2 = time.perf_counter()
+            cpu[i].append(all_cpu() - c0)
+            sampling[i].append((t1 - t0) + (time.perf_counter() - t2))
+        return run
+
+    load0 = os.getloadavg()[0]
+    times = interleaved([counted(i) for i in range(len(fns))], counts)
+    load1 = os.getloadavg()[0]
+    runs = {lab: {"wall": [t - o for t, o in zip(times[i], sampling[i], strict=True)],
+                  "cpu": cpu[i]} for i, lab in enumerate(labels)}
+    held = None  # release the held chunks
     workers = sorted(client.scheduler_info()["workers"])
     f0 = client.run(_minflt)
     with get_task_stream(client) as ts:
@@ -561,8 +591,7 @@ def bench_ratio_shape(shape, args, workdir, client):
     return dict(
         shape=shape, n=n, k=k, p=p, d=X.shape[1], source=source, mibs=mibs, rows=rows,
         chunks={m: len(arrays[m].chunks[0]) for m in mibs}, default=default,
-        t_mem=t_mem, t_seq=t_seq, seq_rows=seq_rows, all_mem=times[0], all_seq=times[1],
-        runs=runs, profile_mib=pm, stream=stream, wall=wall, settings=settings,
+        seq_rows=seq_rows, runs=runs, profile_mib=pm, stream=stream, wall=wall, settings=settings,
         profile_count=count, in_worker=in_worker, in_process=in_process,
         n_workers=n_workers, load=(load0, load1),
     )
@@ -584,6 +613,70 @@ def _fmt_own(own):
     return "; ".join(f"{name.split('/')[-1]} {t * 1e3:.1f} ms" for t, name in own)
 
 
+def _ratio_shape_lines(r):
+    """The table and profile lines of one shape of the ratio section."""
+    runs = r["runs"]
+
+    def med(lab, key="wall"):
+        return float(np.median(runs[lab][key]))
+
+    t_mem, c_mem = med("mem"), med("mem", "cpu")
+
+    def row(name, lab, chunk_rows, n_chunks, extra=""):
+        wall, cpu = med(lab), med(lab, "cpu")
+        return (f"| {name} | {chunk_rows} | {n_chunks} | {wall:.3f} | "
+                f"{' '.join(f'{t:.2f}' for t in runs[lab]['wall'])} | {t_mem / wall:.2f}"
+                f"{extra} | {cpu:.2f} | {c_mem / cpu:.2f} |")
+
+    pm = r["profile_mib"]
+    floor = med("seq") / r["n_workers"]
+    lines = [
+        "",
+        f"**{r['shape']}**: {r['n']:,} × {r['d']} ({r['source']}), k={r['k']}, "
+        f"p={r['p']}; load average {r['load'][0]:.2f} before these rounds, "
+        f"{r['load'][1]:.2f} after.",
+        "",
+        "| run | chunk rows (MiB of output) | chunks | median s | all runs (s) | "
+        "× in-memory | median CPU s | × in-memory by CPU |",
+        "|---|---:|---:|---:|---|---:|---:|---:|",
+        row(f"in-memory `transform`, {r['n_workers']} threads", "mem", "–", "–"),
+        row("one process, chunks one after another on 1 thread", "seq",
+            f"{r['seq_rows']:,}", -(-r["n"] // r["seq_rows"]),
+            f" (÷{r['n_workers']} processes: {t_mem / floor:.2f})"),
+        row("cluster featurize, input chunks held in worker memory (no Zarr read)",
+            "held", f"{r['rows'][pm]:,} ({pm:g})", r["chunks"][pm]),
+    ]
+    for m in r["mibs"]:
+        tag = " (default)" if m == r["default"] else ""
+        lines.append(row(f"cluster featurize{tag}", m, f"{r['rows'][m]:,} ({m:g})",
+                         r["chunks"][m]))
+    st = r["stream"]
+    (wph, wflt, wown), (pph, pflt, pown) = r["in_worker"], r["in_process"]
+    settings = sorted({tuple(sorted(v.items())) for v in r["settings"].values()})
+    lines += [
+        "",
+        f"Profile at {r['rows'][pm]:,} rows per chunk ({pm:g} MiB), one more run "
+        f"({r['wall']:.3f} s): {st['tasks']} chunk tasks, median {st['task_median'] * 1e3:.1f}"
+        f" ms each (read + featurize + sum, fused); workers busy {st['busy_share']:.0%} of "
+        f"the wall time; last worker idle {st['idle_tail'] * 1e3:.0f} ms at the end; "
+        f"transfers {st['transfer'] * 1e3:.0f} ms in all (only partial sums travel); "
+        f"{st['faults_per_chunk']:,.0f} minor page faults per chunk in the workers "
+        f"(output {r['rows'][pm] * r['k'] * 4 / 2**20:.0f} MiB per chunk). Worker "
+        f"settings: {'; '.join(', '.join(f'{k}={v}' for k, v in s) for s in settings)}.",
+        "",
+        f"Per chunk, {r['profile_count']} chunks on one thread (cProfile on):",
+        "",
+        "| where | read ms | featurize ms | sum ms | minor faults | most own time "
+        "(per chunk) |",
+        "|---|---:|---:|---:|---:|---|",
+        f"| worker task | {wph['read'] * 1e3:.1f} | {wph['featurize'] * 1e3:.1f} | "
+        f"{wph['sum'] * 1e3:.1f} | {wflt:,.0f} | {_fmt_own(wown)} |",
+        f"| this process | {pph['read'] * 1e3:.1f} | {pph['featurize'] * 1e3:.1f} | "
+        f"{pph['sum'] * 1e3:.1f} | {pflt:,.0f} | {_fmt_own(pown)} |",
+    ]
+    return lines
+
+
 def ratio_text(results, args):
     """(title, body) of the ratio section."""
     title = ("Cluster featurize against in-memory transform at equal cores, by chunk size "
@@ -596,59 +689,14 @@ def ratio_text(results, args):
         "X read from a Zarr dataset store whose row chunks are the chunk size (ingested "
         "before, not timed); run: `featurize(X, krp).sum().compute()`. In-memory: "
         f"`krp.transform(X)` on {r0['n_workers']} threads (`limit_threads`), the cluster's "
-        "cores. × in-memory = in-memory seconds / run seconds (1.00 = as fast). "
-        "The machine is shared with other jobs: see the load averages.",
+        "cores. × in-memory = in-memory seconds / run seconds (1.00 = as fast). CPU s: "
+        "CPU seconds of this process (client and scheduler) plus every worker process over "
+        "the run (sampled with `client.run` around each run; the sampling is not in the wall "
+        "times); × in-memory by CPU is the ratio of those, which a shared machine disturbs "
+        "less than wall time. The machine is shared with other jobs: see the load averages.",
     ]
     for r in results:
-        floor = r["t_seq"] / r["n_workers"]
-        lines += [
-            "",
-            f"**{r['shape']}**: {r['n']:,} × {r['d']} ({r['source']}), k={r['k']}, "
-            f"p={r['p']}; load average {r['load'][0]:.2f} before these rounds, "
-            f"{r['load'][1]:.2f} after.",
-            "",
-            "| run | chunk rows (MiB of output) | chunks | median s | all runs (s) | "
-            "× in-memory |",
-            "|---|---:|---:|---:|---|---:|",
-            f"| in-memory `transform`, {r['n_workers']} threads | – | – | {r['t_mem']:.3f} | "
-            f"{' '.join(f'{t:.2f}' for t in r['all_mem'])} | 1.00 |",
-            f"| one process, chunks one after another on 1 thread | {r['seq_rows']:,} | "
-            f"{-(-r['n'] // r['seq_rows'])} | {r['t_seq']:.3f} | "
-            f"{' '.join(f'{t:.2f}' for t in r['all_seq'])} | "
-            f"{r['t_mem'] / r['t_seq']:.2f} (÷{r['n_workers']} processes: "
-            f"{r['t_mem'] / floor:.2f}) |",
-        ]
-        for m in r["mibs"]:
-            med = float(np.median(r["runs"][m]))
-            tag = " (default)" if m == r["default"] else ""
-            lines.append(
-                f"| cluster featurize{tag} | {r['rows'][m]:,} ({m:g}) | {r['chunks'][m]} | "
-                f"{med:.3f} | {' '.join(f'{t:.2f}' for t in r['runs'][m])} | "
-                f"{r['t_mem'] / med:.2f} |")
-        st, pm = r["stream"], r["profile_mib"]
-        (wph, wflt, wown), (pph, pflt, pown) = r["in_worker"], r["in_process"]
-        settings = sorted({tuple(sorted(v.items())) for v in r["settings"].values()})
-        lines += [
-            "",
-            f"Profile at {r['rows'][pm]:,} rows per chunk ({pm:g} MiB), one more run "
-            f"({r['wall']:.3f} s): {st['tasks']} chunk tasks, median {st['task_median'] * 1e3:.1f}"
-            f" ms each (read + featurize + sum, fused); workers busy {st['busy_share']:.0%} of "
-            f"the wall time; last worker idle {st['idle_tail'] * 1e3:.0f} ms at the end; "
-            f"transfers {st['transfer'] * 1e3:.0f} ms in all (only partial sums travel); "
-            f"{st['faults_per_chunk']:,.0f} minor page faults per chunk in the workers "
-            f"(output {r['rows'][pm] * r['k'] * 4 / 2**20:.0f} MiB per chunk). Worker "
-            f"settings: {'; '.join(', '.join(f'{k}={v}' for k, v in s) for s in settings)}.",
-            "",
-            f"Per chunk, {r['profile_count']} chunks on one thread (cProfile on):",
-            "",
-            "| where | read ms | featurize ms | sum ms | minor faults | most own time "
-            "(per chunk) |",
-            "|---|---:|---:|---:|---:|---|",
-            f"| worker task | {wph['read'] * 1e3:.1f} | {wph['featurize'] * 1e3:.1f} | "
-            f"{wph['sum'] * 1e3:.1f} | {wflt:,.0f} | {_fmt_own(wown)} |",
-            f"| this process | {pph['read'] * 1e3:.1f} | {pph['featurize'] * 1e3:.1f} | "
-            f"{pph['sum'] * 1e3:.1f} | {pflt:,.0f} | {_fmt_own(pown)} |",
-        ]
+        lines += _ratio_shape_lines(r)
     return title, "\n".join(lines)
 
 
