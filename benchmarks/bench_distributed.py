@@ -674,6 +674,28 @@ def _ratio_shape_lines(r):
         f"| this process | {pph['read'] * 1e3:.1f} | {pph['featurize'] * 1e3:.1f} | "
         f"{pph['sum'] * 1e3:.1f} | {pflt:,.0f} | {_fmt_own(pown)} |",
     ]
+    per_chunk = sum(wph.values())
+    best_wall = min(r["mibs"], key=lambda m: med(m))
+    best_cpu = min(r["mibs"], key=lambda m: med(m, "cpu"))
+    lines += [
+        "",
+        "Where the time goes (computed from the figures above):",
+        "",
+        f"- Reading the input chunk from the Zarr store (zstd + crc32c, into fresh memory) is "
+        f"{wph['read'] / per_chunk:.0%} of a chunk's time in a worker task; with the chunks "
+        f"held in worker memory the cluster reaches {t_mem / med('held'):.2f}× in-memory "
+        f"against {t_mem / med(pm):.2f}× reading them (CPU: {c_mem / med('held', 'cpu'):.2f}× "
+        f"against {c_mem / med(pm, 'cpu'):.2f}×). The in-memory transform reads nothing.",
+        f"- The worker environment: featurize {wph['featurize'] * 1e3:.0f} ms per chunk in a "
+        f"worker task against {pph['featurize'] * 1e3:.0f} ms in this process, "
+        f"{wflt:,.0f} against {pflt:,.0f} page faults per chunk.",
+        f"- The Dask path: workers busy {st['busy_share']:.0%} of the wall time; the last "
+        f"worker idle {st['idle_tail'] * 1e3:.0f} ms at the end ({r['chunks'][pm]} chunks over "
+        f"{r['n_workers']} workers).",
+        f"- Fastest chunk size here: {r['rows'][best_wall]:,} rows ({best_wall:g} MiB) by median "
+        f"wall time, {r['rows'][best_cpu]:,} rows ({best_cpu:g} MiB) by median CPU time; "
+        f"the plan's default is {r['rows'][r['default']]:,} rows ({r['default']:g} MiB).",
+    ]
     return lines
 
 
