@@ -199,6 +199,8 @@ def command_line(script: str, parser: argparse.ArgumentParser, args: argparse.Na
         if isinstance(action, argparse._StoreTrueAction):
             if value:
                 words.append(flag)
+        elif isinstance(value, (list, tuple)):  # nargs: one word per value
+            words += [flag, *(shlex.quote(str(v)) for v in value)]
         elif value is not None:
             words += [flag, shlex.quote(str(value))]
     return " ".join(words)

@@ -20,6 +20,21 @@ Two measurements, each in one run:
   process sampled every ``--sample-every`` s with ``client.run``) against the worker
   memory limit, bytes written to the temp file system during the run (features: none),
   and the accuracy on a held-out generated block (a sanity check that it trained).
+* ``ratio`` (issue 15, "the cluster path at in-memory speed"): cluster featurize
+  (``featurize(X).sum().compute()``, X read from a Zarr dataset store, the embedded
+  cluster of 2 worker processes × 1 thread) against the in-memory ``transform`` of the
+  same rows on as many threads as the cluster has workers (equal cores), on the
+  Covertype shape (KRP g=2 k=2000 p=976) and the MNIST shape (60,000 × 784 real MNIST
+  images x/127.5 − 1, KRP g=2 k=1500 p=488, the shape of ``bench_transform.py``), both
+  float32, at several chunk sizes (given as MiB of output per chunk; the rows are what
+  :func:`dkrp.feature_store.plan.choose_chunk_rows` makes of them, as ``dkrp featurize``
+  does). All runs of a shape are interleaved in rounds (``_common.interleaved``) and
+  reported as medians. Also timed: one process featurizing the chunks one after
+  another on one thread (two such processes are the cluster's floor). Profile of one
+  chunk size: the task stream (compute time per task, share of the wall time the
+  workers were busy, transfers), page faults per chunk in the workers, the workers'
+  malloc and thread settings, and a cProfile of a few chunks featurized in a worker
+  task and in this process (per-chunk seconds by function).
 
 Usage::
 
@@ -27,6 +42,7 @@ Usage::
     python benchmarks/bench_distributed.py covertype --rows 581012 --repeats 3
     python benchmarks/bench_distributed.py streaming --rows 50000000   # the issue's size
     python benchmarks/bench_distributed.py streaming --rows 4000000 --write-results
+    python benchmarks/bench_distributed.py ratio --repeats 5 --write-results
 """
 
 from __future__ import annotations
@@ -43,10 +59,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import command_line, disk_floor, emit  # noqa: E402
+from _common import command_line, disk_floor, emit, interleaved  # noqa: E402
 
 import dkrp  # noqa: E402
-from dkrp.parallel import featurize, start_local_cluster  # noqa: E402
+from dkrp.parallel import featurize, spec_json, start_local_cluster  # noqa: E402
 
 COVTYPE_ROWS = 581_012
 GiB = 2**30
@@ -389,16 +405,349 @@ def streaming_text(r, args):
     return title, "\n".join(lines)
 
 
+# -- (c) cluster featurize against in-memory, by chunk size (issue 15) --------------------
+
+#: The shapes of issue 15: (rows, KRP k, KRP p); both g=2, t=1, float32.
+RATIO_SHAPES = {"covertype": (COVTYPE_ROWS, 2000, 976), "mnist": (60_000, 1500, 488)}
+
+
+def ratio_input(shape, seed):
+    """(X float32, description) of a ``RATIO_SHAPES`` shape."""
+    from _common import mnist_train
+
+    if shape == "covertype":
+        X, n_source = covertype_input(RATIO_SHAPES[shape][0], seed)
+        return X, f"Covertype resampled with replacement from {n_source:,} rows, standardised"
+    X, source = mnist_train(RATIO_SHAPES[shape][0])
+    return np.ascontiguousarray(X, dtype=np.float32), source
+
+
+def _minflt():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _worker_settings():
+    return {k: os.environ.get(k) for k in ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS",
+                                           "DKRP_NUM_THREADS")}
+
+
+def _sequential(blocks, text):
+    """Featurize ``blocks`` one after another on one thread, summing each (the floor)."""
+    from dkrp._blockwise import transform_partition
+    from dkrp._threading import limit_threads
+
+    with limit_threads(1):
+        total = 0.0
+        for i, (start, block) in enumerate(blocks):
+            total += float(transform_partition(block, text, "float32", start, i).sum())
+    return total
+
+
+def _profile_chunks(store, text, first, count):
+    """cProfile of featurizing chunks ``first .. first+count-1`` of ``store`` on one thread.
+
+    Returns per-chunk seconds spent reading, featurizing and summing, minor page faults
+    per chunk, and the functions with the most own time (seconds per chunk).
+    """
+    import cProfile
+    import pstats
+
+    from dkrp._blockwise import row_offsets, transform_partition
+    from dkrp._threading import limit_threads
+    from dkrp.io import open_dataset
+
+    X = open_dataset(store).X
+    offsets = row_offsets(X.chunks[0])
+    phases = {"read": 0.0, "featurize": 0.0, "sum": 0.0}
+    prof = cProfile.Profile()
+    f0 = _minflt()
+    with limit_threads(1):
+        transform_partition(np.asarray(X.blocks[first].compute(scheduler="sync")), text,
+                            "float32", 0, 0)  # warm (this thread's work array, caches)
+        f0 = _minflt()
+        for i in range(first, first + count):
+            t0 = time.perf_counter()
+            block = np.asarray(X.blocks[i].compute(scheduler="sync"))
+            t1 = time.perf_counter()
+            prof.enable()
+            Z = transform_partition(block, text, "float32", offsets[i], i)
+            prof.disable()
+            t2 = time.perf_counter()
+            Z.sum()
+            t3 = time.perf_counter()
+            del Z
+            phases["read"] += t1 - t0
+            phases["featurize"] += t2 - t1
+            phases["sum"] += t3 - t2
+    faults = (_minflt() - f0) / count
+    stats = pstats.Stats(prof).stats
+    own = sorted(((tt / count, pstats.func_std_string(fn)) for fn, (_, _, tt, _, _) in
+                  stats.items()), reverse=True)[:5]
+    return {k: v / count for k, v in phases.items()}, faults, own
+
+
+def _task_stream_summary(records, wall):
+    """Busy share, per-task compute and transfer time of one run's task stream."""
+    busy, compute, transfer = {}, [], 0.0
+    for r in records:
+        for ss in r["startstops"]:
+            span = ss["stop"] - ss["start"]
+            if ss["action"] == "compute":
+                busy[r["worker"]] = busy.get(r["worker"], 0.0) + span
+                if span > 1e-3:
+                    compute.append(span)
+            elif ss["action"] == "transfer":
+                transfer += span
+    n_workers = max(1, len(busy))
+    return {"busy_share": sum(busy.values()) / (n_workers * wall),
+            "idle_tail": wall - max(busy.values(), default=0.0),
+            "task_median": float(np.median(compute)) if compute else float("nan"),
+            "tasks": len(compute), "transfer": transfer}
+
+
+def bench_ratio_shape(shape, args, workdir, client):
+    from distributed import get_task_stream
+
+    from dkrp._threading import limit_threads
+    from dkrp.feature_store.plan import TARGET_CHUNK_BYTES, choose_chunk_rows
+    from dkrp.io import ingest, open_dataset
+
+    n, k, p = RATIO_SHAPES[shape]
+    X, source = ratio_input(shape, args.seed)
+    krp = dkrp.PolynomialRandomProjection(degree=2, n_components=k, n_hyperplanes=p,
+                                          n_terms=1, random_state=0).fit(X[:10])
+    text = spec_json(krp)
+    mibs = sorted(set(args.chunk_mib) | {TARGET_CHUNK_BYTES / 2**20})
+    rows = {m: choose_chunk_rows(n, k * 4, int(m * 2**20)) for m in mibs}
+    npy = Path(workdir) / f"{shape}.npy"
+    np.save(npy, X)
+    stores = {}
+    for m in mibs:
+        stores[m] = Path(workdir) / f"{shape}_{rows[m]}.zarr"
+        if not stores[m].exists():
+            ingest(npy, stores[m], chunk_rows=rows[m], dtype="float32")
+    npy.unlink()
+    arrays = {m: open_dataset(stores[m]).X for m in mibs}
+    n_workers = len(client.scheduler_info()["workers"])
+    default = TARGET_CHUNK_BYTES / 2**20
+    seq_rows = rows[default]
+    seq_blocks = [(s, X[s:s + seq_rows]) for s in range(0, n, seq_rows)]
+
+    krp.transform(X[:1000])  # compile, caches
+    for m in mibs:  # warm every worker (imports, numba, projector cache)
+        featurize(arrays[m][: rows[m] * n_workers], krp).sum().compute()
+
+    def in_memory():
+        with limit_threads(n_workers):  # equal cores
+            return krp.transform(X)
+
+    def cluster_sum(m):
+        return lambda: featurize(arrays[m], krp).sum().compute()
+
+    # profile at (and the no-read variant of) this chunk size (default: the plan's default)
+    pm = args.profile_mib if args.profile_mib is not None else default
+    if pm not in rows:
+        raise SystemExit(f"--profile-mib {pm} is not one of the chunk sizes {mibs}")
+    # the same chunks held in the workers' memory: the cluster path without the Zarr read
+    from distributed import wait
+
+    held = arrays[pm].persist()
+    wait(held)
+
+    def cluster_held():
+        return featurize(held, krp).sum().compute()
+
+    labels = ["mem", "seq", "held", *mibs]
+    fns = [in_memory, lambda: _sequential(seq_blocks, text), cluster_held]
+    fns += [cluster_sum(m) for m in mibs]
+    counts = [args.repeats, max(1, args.repeats // 2), args.repeats] + [args.repeats] * len(mibs)
+    # CPU seconds of this process (client, scheduler) and of every worker, per run: on a
+    # shared machine they say what a run costs whatever share of the cores it got
+    cpu = [[] for _ in fns]
+    sampling = [[] for _ in fns]
+
+    def all_cpu():
+        return time.process_time() + sum(client.run(time.process_time).values())
+
+    def counted(i):
+        def run():
+            t0 = time.perf_counter()
+            c0 = all_cpu()
+            t1 = time.perf_counter()
+            fns[i]()
+            t2 = time.perf_counter()
+            cpu[i].append(all_cpu() - c0)
+            sampling[i].append((t1 - t0) + (time.perf_counter() - t2))
+        return run
+
+    load0 = os.getloadavg()[0]
+    times = interleaved([counted(i) for i in range(len(fns))], counts)
+    load1 = os.getloadavg()[0]
+    runs = {lab: {"wall": [t - o for t, o in zip(times[i], sampling[i], strict=True)],
+                  "cpu": cpu[i]} for i, lab in enumerate(labels)}
+    held = None  # release the held chunks
+    workers = sorted(client.scheduler_info()["workers"])
+    f0 = client.run(_minflt)
+    with get_task_stream(client) as ts:
+        t0 = time.perf_counter()
+        featurize(arrays[pm], krp).sum().compute()
+        wall = time.perf_counter() - t0
+    f1 = client.run(_minflt)
+    n_chunks = len(arrays[pm].chunks[0])
+    stream = _task_stream_summary(ts.data, wall)
+    stream["faults_per_chunk"] = sum(f1[a] - f0[a] for a in f1) / n_chunks
+    settings = client.run(_worker_settings)
+    count = min(args.profile_chunks, n_chunks)
+    in_worker = client.submit(_profile_chunks, str(stores[pm]), text, 0, count,
+                              workers=[workers[0]], pure=False).result()
+    in_process = _profile_chunks(str(stores[pm]), text, 0, count)
+    return dict(
+        shape=shape, n=n, k=k, p=p, d=X.shape[1], source=source, mibs=mibs, rows=rows,
+        chunks={m: len(arrays[m].chunks[0]) for m in mibs}, default=default,
+        seq_rows=seq_rows, runs=runs, profile_mib=pm, stream=stream, wall=wall, settings=settings,
+        profile_count=count, in_worker=in_worker, in_process=in_process,
+        n_workers=n_workers, load=(load0, load1),
+    )
+
+
+def bench_ratio(args, workdir):
+    from distributed import Client
+
+    cluster = start_local_cluster(n_workers=args.n_workers, threads_per_worker=1)
+    client = Client(cluster)
+    try:
+        return [bench_ratio_shape(shape, args, workdir, client) for shape in args.shapes]
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _fmt_own(own):
+    return "; ".join(f"{name.split('/')[-1]} {t * 1e3:.1f} ms" for t, name in own)
+
+
+def _ratio_shape_lines(r):
+    """The table and profile lines of one shape of the ratio section."""
+    runs = r["runs"]
+
+    def med(lab, key="wall"):
+        return float(np.median(runs[lab][key]))
+
+    t_mem, c_mem = med("mem"), med("mem", "cpu")
+
+    def row(name, lab, chunk_rows, n_chunks, extra=""):
+        wall, cpu = med(lab), med(lab, "cpu")
+        return (f"| {name} | {chunk_rows} | {n_chunks} | {wall:.3f} | "
+                f"{' '.join(f'{t:.2f}' for t in runs[lab]['wall'])} | {t_mem / wall:.2f}"
+                f"{extra} | {cpu:.2f} | {c_mem / cpu:.2f} |")
+
+    pm = r["profile_mib"]
+    floor = med("seq") / r["n_workers"]
+    lines = [
+        "",
+        f"**{r['shape']}**: {r['n']:,} × {r['d']} ({r['source']}), k={r['k']}, "
+        f"p={r['p']}; load average {r['load'][0]:.2f} before these rounds, "
+        f"{r['load'][1]:.2f} after.",
+        "",
+        "| run | chunk rows (MiB of output) | chunks | median s | all runs (s) | "
+        "× in-memory | median CPU s | × in-memory by CPU |",
+        "|---|---:|---:|---:|---|---:|---:|---:|",
+        row(f"in-memory `transform`, {r['n_workers']} threads", "mem", "–", "–"),
+        row("one process, chunks one after another on 1 thread", "seq",
+            f"{r['seq_rows']:,}", -(-r["n"] // r["seq_rows"]),
+            f" (÷{r['n_workers']} processes: {t_mem / floor:.2f})"),
+        row("cluster featurize, input chunks held in worker memory (no Zarr read)",
+            "held", f"{r['rows'][pm]:,} ({pm:g})", r["chunks"][pm]),
+    ]
+    for m in r["mibs"]:
+        tag = " (default)" if m == r["default"] else ""
+        lines.append(row(f"cluster featurize{tag}", m, f"{r['rows'][m]:,} ({m:g})",
+                         r["chunks"][m]))
+    st = r["stream"]
+    (wph, wflt, wown), (pph, pflt, pown) = r["in_worker"], r["in_process"]
+    settings = sorted({tuple(sorted(v.items())) for v in r["settings"].values()})
+    lines += [
+        "",
+        f"Profile at {r['rows'][pm]:,} rows per chunk ({pm:g} MiB), one more run "
+        f"({r['wall']:.3f} s): {st['tasks']} chunk tasks, median {st['task_median'] * 1e3:.1f}"
+        f" ms each (read + featurize + sum, fused); workers busy {st['busy_share']:.0%} of "
+        f"the wall time; last worker idle {st['idle_tail'] * 1e3:.0f} ms at the end; "
+        f"transfers {st['transfer'] * 1e3:.0f} ms in all (only partial sums travel); "
+        f"{st['faults_per_chunk']:,.0f} minor page faults per chunk in the workers "
+        f"(output {r['rows'][pm] * r['k'] * 4 / 2**20:.0f} MiB per chunk). Worker "
+        f"settings: {'; '.join(', '.join(f'{k}={v}' for k, v in s) for s in settings)}.",
+        "",
+        f"Per chunk, {r['profile_count']} chunks on one thread (cProfile on):",
+        "",
+        "| where | read ms | featurize ms | sum ms | minor faults | most own time "
+        "(per chunk) |",
+        "|---|---:|---:|---:|---:|---|",
+        f"| worker task | {wph['read'] * 1e3:.1f} | {wph['featurize'] * 1e3:.1f} | "
+        f"{wph['sum'] * 1e3:.1f} | {wflt:,.0f} | {_fmt_own(wown)} |",
+        f"| this process | {pph['read'] * 1e3:.1f} | {pph['featurize'] * 1e3:.1f} | "
+        f"{pph['sum'] * 1e3:.1f} | {pflt:,.0f} | {_fmt_own(pown)} |",
+    ]
+    per_chunk = sum(wph.values())
+    best_wall = min(r["mibs"], key=lambda m: med(m))
+    best_cpu = min(r["mibs"], key=lambda m: med(m, "cpu"))
+    lines += [
+        "",
+        "Where the time goes (computed from the figures above):",
+        "",
+        f"- Reading the input chunk from the Zarr store (zstd + crc32c, into fresh memory) is "
+        f"{wph['read'] / per_chunk:.0%} of a chunk's time in a worker task; with the chunks "
+        f"held in worker memory the cluster reaches {t_mem / med('held'):.2f}× in-memory "
+        f"against {t_mem / med(pm):.2f}× reading them (CPU: {c_mem / med('held', 'cpu'):.2f}× "
+        f"against {c_mem / med(pm, 'cpu'):.2f}×). The in-memory transform reads nothing.",
+        f"- The worker environment: featurize {wph['featurize'] * 1e3:.0f} ms per chunk in a "
+        f"worker task against {pph['featurize'] * 1e3:.0f} ms in this process, "
+        f"{wflt:,.0f} against {pflt:,.0f} page faults per chunk.",
+        f"- The Dask path: workers busy {st['busy_share']:.0%} of the wall time; the last "
+        f"worker idle {st['idle_tail'] * 1e3:.0f} ms at the end ({r['chunks'][pm]} chunks over "
+        f"{r['n_workers']} workers).",
+        f"- Fastest chunk size here: {r['rows'][best_wall]:,} rows ({best_wall:g} MiB) by median "
+        f"wall time, {r['rows'][best_cpu]:,} rows ({best_cpu:g} MiB) by median CPU time; "
+        f"the plan's default is {r['rows'][r['default']]:,} rows ({r['default']:g} MiB).",
+    ]
+    return lines
+
+
+def ratio_text(results, args):
+    """(title, body) of the ratio section."""
+    title = ("Cluster featurize against in-memory transform at equal cores, by chunk size "
+             "(issue 15): Covertype and MNIST shapes, KRP g=2, float32")
+    r0 = results[0]
+    lines = [
+        f"Medians of interleaved rounds (`_common.interleaved`, {args.repeats} rounds; the "
+        f"sequential one-thread pass runs in {max(1, args.repeats // 2)} of them). "
+        f"Cluster: `start_local_cluster(n_workers={r0['n_workers']}, threads_per_worker=1)`, "
+        "X read from a Zarr dataset store whose row chunks are the chunk size (ingested "
+        "before, not timed); run: `featurize(X, krp).sum().compute()`. In-memory: "
+        f"`krp.transform(X)` on {r0['n_workers']} threads (`limit_threads`), the cluster's "
+        "cores. × in-memory = in-memory seconds / run seconds (1.00 = as fast). CPU s: "
+        "CPU seconds of this process (client and scheduler) plus every worker process over "
+        "the run (sampled with `client.run` around each run; the sampling is not in the wall "
+        "times); × in-memory by CPU is the ratio of those, which a shared machine disturbs "
+        "less than wall time. The machine is shared with other jobs: see the load averages.",
+    ]
+    for r in results:
+        lines += _ratio_shape_lines(r)
+    return title, "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("which", nargs="?", choices=("covertype", "streaming", "all"),
+    parser.add_argument("which", nargs="?", choices=("covertype", "streaming", "ratio", "all"),
                         default="all")
     parser.add_argument("--rows", type=int, default=None,
                         help="rows (default: 581,012 for covertype, 50,000,000 for streaming)")
     parser.add_argument("--n-components", type=int, default=None,
                         help="k (default 2000 for covertype, 512 for streaming)")
-    parser.add_argument("--n-hyperplanes", type=int, default=976)
-    parser.add_argument("--n-terms", type=int, default=1)
+    parser.add_argument("--n-hyperplanes", type=int, default=976,
+                        help="covertype, streaming: p (ratio: fixed by its shapes)")
+    parser.add_argument("--n-terms", type=int, default=1, help="covertype, streaming: t")
     parser.add_argument("--chunk-rows", type=int, default=None,
                         help="rows per block (default 16,384 covertype, 250,000 streaming)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -407,16 +756,30 @@ def main(argv=None):
                         help="seconds between worker-memory samples")
     parser.add_argument("--featurize-only-rows", type=int, default=4_000_000,
                         help="streaming: rows of the featurize-only comparison pass")
+    parser.add_argument("--chunk-mib", type=float, nargs="+", default=[8, 16, 32, 64, 128],
+                        help="ratio: MiB of output per chunk to compare (the plan's default "
+                             "is always added)")
+    parser.add_argument("--shapes", nargs="+", choices=tuple(RATIO_SHAPES),
+                        default=list(RATIO_SHAPES), help="ratio: which shapes")
+    parser.add_argument("--n-workers", type=int, default=2,
+                        help="ratio: worker processes (1 thread each; in-memory gets as many)")
+    parser.add_argument("--profile-mib", type=float, default=None,
+                        help="ratio: chunk size (MiB of output) profiled (default: the plan's)")
+    parser.add_argument("--profile-chunks", type=int, default=4,
+                        help="ratio: chunks featurized under cProfile, in a worker and here")
     parser.add_argument("--workdir", default=None, help="temp folder (default: system temp)")
     parser.add_argument("--write-results", action="store_true",
                         help="replace the section of each benchmark run (covertype, streaming) "
                              "in benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     base = Path(args.workdir or tempfile.gettempdir())
-    for which in (("covertype", "streaming") if args.which == "all" else (args.which,)):
+    for which in (("covertype", "streaming", "ratio") if args.which == "all"
+                  else (args.which,)):
         a = argparse.Namespace(**vars(args))
         a.which = which
-        if which == "covertype":
+        if which == "ratio":
+            a.rows = a.n_components = a.chunk_rows = None  # fixed by the shapes
+        elif which == "covertype":
             a.rows = a.rows or COVTYPE_ROWS
             a.n_components = a.n_components or 2000
             a.chunk_rows = a.chunk_rows or 16_384
@@ -426,7 +789,9 @@ def main(argv=None):
             a.chunk_rows = a.chunk_rows or 250_000
         workdir = Path(tempfile.mkdtemp(prefix=f"dkrp-bench-{which}-", dir=base))
         try:
-            if which == "covertype":
+            if which == "ratio":
+                title, body = ratio_text(bench_ratio(a, workdir), a)
+            elif which == "covertype":
                 r, _ = bench_covertype(a, workdir)
                 title, body = covertype_text(r, a)
             else:

@@ -80,16 +80,26 @@ def _cached_projector(spec_text: str):
 
 
 def _task_threads() -> int:
-    """Threads one task may use: this worker's share divided among its task threads."""
-    from ._threading import num_threads
+    """Threads one task may use: its worker's share of the CPUs over its task threads.
+
+    A worker's share is ``DKRP_NUM_THREADS`` when set (:func:`dkrp.parallel.
+    start_local_cluster` sets it to the CPUs over the workers), else the worker's own
+    thread count, which is what Dask gives a worker (distributed sets
+    ``OMP_NUM_THREADS=1`` in the workers it spawns for the same reason): one thread per
+    task. Counting the machine's CPUs instead would let every worker of a plain
+    ``LocalCluster`` use all of them, oversubscribing the machine by the number of
+    workers. Outside a worker: :func:`dkrp._threading.num_threads`.
+    """
+    from ._threading import configured_threads, num_threads
 
     try:
         from distributed import get_worker
 
-        nthreads = get_worker().state.nthreads
+        nthreads = max(1, int(get_worker().state.nthreads))
     except (ImportError, ValueError, AttributeError):
         return num_threads()
-    return max(1, num_threads() // max(1, int(nthreads)))
+    share = configured_threads()
+    return 1 if share is None else max(1, share // nthreads)
 
 
 def transform_partition(block, spec_text, dtype, row_offset, partition, bits=False):

@@ -252,3 +252,29 @@ def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data):
     clean = tmp_path / "clean.zarr"
     write_features(da.from_array(data, chunks=(100, 12)), _krp(), clean, progress=False)
     assert store_digest(out) == store_digest(clean)
+
+
+def test_resume_keeps_the_chunk_rows_recorded_in_the_store(tmp_path, data):
+    # issue 15: a store begun when the default chunking was another (here 300 rows per
+    # chunk, where today's default keeps the input's 1000-row block) resumes on its own
+    # grid: the recorded chunk_rows, not the current default
+    from dkrp.feature_store import write_plan
+    from dkrp.jobs import size_job
+
+    X = da.from_array(data, chunks=(1000, 12))
+    krp = _krp()
+    assert plan_features(X, krp, tmp_path / "new.zarr")["attrs"]["chunk_rows"] == 1000
+    out = tmp_path / "f.zarr"
+    write_plan(plan_features(X, krp, out, chunk_rows=300), krp, progress=False)
+    chunk_files = lambda: {k: v for k, v in store_digest(out).items()  # noqa: E731
+                           if k.startswith("Z/c/")}
+    before = chunk_files()
+    (out / "Z" / "c" / "2" / "0").unlink()  # as if the run had been killed before chunk 2
+    assert size_job(X, krp, out)["chunk_rows"] == 300
+    plan = plan_features(X, krp, out)
+    assert plan["action"] == "resume" and plan["attrs"]["chunk_rows"] == 300
+    summary = write_features(X, krp, out, progress=False)
+    assert summary["chunks_written"] == 1 and summary["chunks_skipped"] == 3
+    assert chunk_files() == before
+    assert open_features(out).Z.compute().tobytes() == np.vstack(
+        [krp.transform(data[s:s + 300]) for s in range(0, 1000, 300)]).tobytes()

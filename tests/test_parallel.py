@@ -143,3 +143,55 @@ def test_embedded_cluster_listens_on_loopback_only(cluster, client):
     assert len(listening) >= 2 + 2 * len(pids) - 2  # scheduler+dashboard, worker+http each
     assert all(ipaddress.ip_address(ip).is_loopback for _, ip, _ in listening), listening
     assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+
+
+def _widest_pool():
+    """In a worker: the most threads a dkrp row-block pool of this process has (1: none)."""
+    from dkrp import _threading
+
+    return max(_threading._pools, default=1)
+
+
+def _task_thread_budget(_):
+    from dkrp._blockwise import _task_threads
+
+    return _task_threads()
+
+
+def _set_dkrp_threads(value):
+    if value is None:
+        os.environ.pop("DKRP_NUM_THREADS", None)
+    else:
+        os.environ["DKRP_NUM_THREADS"] = value
+
+
+def test_plain_local_cluster_task_uses_its_workers_share(monkeypatch):
+    # issue 15 (b): in a worker of a plain LocalCluster (no DKRP_NUM_THREADS), a task used
+    # every CPU of the machine, so two 1-thread workers ran 2 x CPUs threads
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 or more CPUs: with one, a worker's share and the machine agree")
+    from distributed import Client, LocalCluster
+
+    monkeypatch.delenv("DKRP_NUM_THREADS", raising=False)  # workers inherit this environment
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((4 * 2048, 64))
+    krp = _krp()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        assert set(client.run(os.environ.get, "DKRP_NUM_THREADS").values()) == {None}
+        budgets = client.gather([client.submit(_task_thread_budget, w, workers=[w], pure=False)
+                                 for w in workers])
+        assert budgets == [1, 1]
+        # the transform itself: 2048-row blocks span 4 KRP row blocks, which a task with
+        # more than one thread spreads over a pool of that many threads
+        Z = featurize(da.from_array(X, chunks=(2048, 64)), krp).compute()
+        assert set(client.run(_widest_pool).values()) == {1}
+        blocks = [krp.transform(X[s:s + 2048]) for s in range(0, X.shape[0], 2048)]
+        assert np.array_equal(Z, np.vstack(blocks))
+        # DKRP_NUM_THREADS, when set, is the worker's share (here 2 for its one thread)
+        client.run(_set_dkrp_threads, "2")
+        budgets = client.gather([client.submit(_task_thread_budget, w, workers=[w], pure=False)
+                                 for w in workers])
+        client.run(_set_dkrp_threads, None)
+        assert budgets == [2, 2]

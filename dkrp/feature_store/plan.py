@@ -43,6 +43,10 @@ def _regular_chunk_rows(chunks) -> int | None:
 
 #: Output bytes per chunk a new store aims at when the input's row chunks would give more
 #: (ingest sizes chunks by *input* bytes: 64 MiB of 54 features is 2.5 GB of 2000 features).
+#: Of 8, 16, 32, 64 and 128 MiB, 64 MiB cost the least CPU on the Covertype and MNIST shapes
+#: on a 2-worker cluster (benchmarks/RESULTS.md, section ``bench_distributed_ratio``);
+#: smaller chunks pay per-task and per-read overheads. A store keeps the ``chunk_rows``
+#: it recorded when resumed, whatever this is.
 TARGET_CHUNK_BYTES = 64 * 2**20
 
 #: Row blocks of the transforms (512 for KRP, 1024 for RFF, 2048 for Maclaurin): chunk

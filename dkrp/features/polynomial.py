@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._random import BLOCK_SIZE, draw_block, draw_rows
-from .._threading import run_row_blocks
+from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
 from ._gather import gather_products
@@ -44,11 +44,17 @@ __all__ = ["PolynomialRandomProjection", "ExplicitPolynomialProjection"]
 ROW_BLOCK = 512
 
 
-def _matmul_transposed(X, S):
-    """``X @ S.T`` for a dense or CSR block ``X`` (never densifies ``X``)."""
+def _matmul_transposed(X, S, out=None):
+    """``X @ S.T`` for a dense or CSR block ``X`` (never densifies ``X``).
+
+    ``out`` (dense ``X`` only; C-contiguous, shape ``(n, len(S))``) receives the
+    product: the same GEMM call, so the same bits, without allocating.
+    """
     if sp.issparse(X):
         return np.asarray(X @ S.T)
-    return X @ S.T
+    if out is None:
+        return X @ S.T
+    return np.matmul(X, S.T, out=out)
 
 
 class PolynomialRandomProjection(BaseProjector):
@@ -273,12 +279,14 @@ class PolynomialRandomProjection(BaseProjector):
             arrays["hyperplanes"] = self.hyperplanes_
         return arrays
 
-    def _project_block(self, X, dtype):
-        """``X @ S.T`` for a row block (GEMM, or FWHT for the structured pool)."""
+    def _project_block(self, X, dtype, out=None):
+        """``X @ S.T`` for a row block (GEMM, or FWHT for the structured pool), into
+        ``out`` (shape ``(n, n_hyperplanes)``) when given and ``X`` is dense."""
         if self.hyperplanes_ is None:
             signs = self._cast("signs", self.pool_signs_, dtype)
-            return structured_project(X, signs, self.n_hyperplanes)
-        return _matmul_transposed(X, self._cast("hyperplanes", self.hyperplanes_, dtype))
+            return structured_project(X, signs, self.n_hyperplanes, out=out)
+        return _matmul_transposed(X, self._cast("hyperplanes", self.hyperplanes_, dtype),
+                                  out=out)
 
     def _transform_array(self, X):
         dtype = X.dtype
@@ -287,7 +295,9 @@ class PolynomialRandomProjection(BaseProjector):
         indices = self.hyperplane_indices_
 
         def work(start, stop):
-            block = self._project_block(X[start:stop], dtype)
+            # the projections live in this thread's work array, not a fresh allocation
+            buf = scratch("krp.projections", (stop - start, self.n_hyperplanes), dtype)
+            block = self._project_block(X[start:stop], dtype, out=buf)
             gather_products(block, indices, self.degree, scale, out, start)
 
         run_row_blocks(X.shape[0], ROW_BLOCK, work)
