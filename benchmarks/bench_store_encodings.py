@@ -162,8 +162,22 @@ def write_text(results, shape, args):
             f"| {r['label']} | {r['bytes'] / 1e6:.1f} | {r['bytes'] / base['bytes']:.3f} | "
             f"{r['write']:.2f} | {r['synced']:.2f} | {n / r['write']:,.0f} | "
             f"{r['compute']:.2f} | {r['disk']:.2f} | {binding / r['write']:.2f} |")
+    ratios = {r["label"]: max(r["compute"], r["disk"]) / r["write"] for r in results}
+    above = [label for label, x in ratios.items() if x > 1.05]
+    met = [label for label, x in ratios.items() if 0.9 <= x <= 1.05]
     lines += [
         "",
+        "- Target ≥ 0.9 of the binding floor: met by "
+        + (", ".join(met) if met else "none")
+        + "; not met by "
+        + (", ".join(k for k, x in ratios.items() if x < 0.9) or "none") + ".",
+    ]
+    if above:
+        lines.append(
+            "- Above 1 (" + ", ".join(above) + "): a floor was timed slower than the write "
+            "it bounds. The floors are timed once, before the writes, so the load changed "
+            "between them: those rows do not settle the target.")
+    lines += [
         "- All write runs (s): " + "; ".join(
             f"{r['label']} {' '.join(f'{t:.2f}' for t in r['all_writes'])}" for r in results),
     ]
