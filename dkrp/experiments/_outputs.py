@@ -23,7 +23,8 @@ from ._protocol import PROFILES, RunContext
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MARKER", "environment", "run_and_write", "summary_frame", "summary_markdown"]
+__all__ = ["MARKER", "environment", "method_color", "run_and_write", "save_figure",
+           "summary_frame", "summary_markdown"]
 
 #: The file that marks a folder as written by ``dkrp experiment``
 MARKER = "experiment.json"
@@ -234,6 +235,24 @@ def _plots(experiment, frame, folder):
         return [Path(p) for p in experiment.plot(frame, folder)]
     finally:
         plt.close("all")
+
+
+_COLORS: dict = {}
+
+
+def method_color(method) -> str:
+    """The same matplotlib colour for a method in every plot of a run."""
+    return _COLORS.setdefault(method, f"C{len(_COLORS) % 10}")
+
+
+def save_figure(fig, path, dpi=100) -> Path:
+    """Lay out, write and close ``fig``; return ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return Path(path)
 
 
 def _swap_in(partial: Path, final: Path) -> None:

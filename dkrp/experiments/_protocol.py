@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..evaluation import _timer as timer  # one timer for protocols and experiments
 
 __all__ = ["PROFILES", "Experiment", "RunContext", "timer"]
 
@@ -72,17 +72,6 @@ class Experiment:
                 )
             params[key] = value
         return params
-
-
-@contextlib.contextmanager
-def timer():
-    """``with timer() as t: ...`` then ``t["seconds"]``: wall-clock seconds of the block."""
-    box = {}
-    t0 = time.perf_counter()
-    try:
-        yield box
-    finally:
-        box["seconds"] = time.perf_counter() - t0
 
 
 @dataclass

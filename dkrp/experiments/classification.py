@@ -25,6 +25,7 @@ import numpy as np
 
 from ._data import load_split, p_grid, subsample
 from ._maps import make_map
+from ._outputs import method_color, save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT", "REFERENCES"]
@@ -201,13 +202,13 @@ def plot(frame, folder):
                 label = method if t in ("", "nan") else f"{method} t={t}"
                 if (p == "").all() or (p == "nan").all():
                     mean = rows[metric].astype(float).mean()
-                    ax.axhline(mean, ls="-.", lw=1.2, color=_color(method),
+                    ax.axhline(mean, ls="-.", lw=1.2, color=method_color(method),
                                label=f"{label} ({mean:.4g})")
                     continue
                 stats = (rows.assign(p=rows["p"].astype(float), v=rows[metric].astype(float))
                          .groupby("p")["v"].agg(["mean", "std"]).sort_index())
                 ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0),
-                            marker="o", ms=3, capsize=2, color=_color(method),
+                            marker="o", ms=3, capsize=2, color=method_color(method),
                             ls="--" if t not in ("1", "1.0") else "-", label=label)
             for method, rows in references.groupby("method", sort=False):
                 mean = rows[metric].astype(float).mean()
@@ -221,19 +222,11 @@ def plot(frame, folder):
         axes[0][0].set_ylabel(f"{metric} ({'%' if metric == 'accuracy' else 'F1 of +1'})")
         axes[0][-1].legend(fontsize=6)
         fig.suptitle(f"{dataset}: linear SVM on <x, y>^2 features")
-        fig.tight_layout()
         path = Path(folder) / f"classification_{dataset}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path, dpi=100)
         paths.append(path)
     return paths
 
-
-_COLORS = {}
-
-
-def _color(method):
-    return _COLORS.setdefault(method, f"C{len(_COLORS) % 10}")
 
 
 EXPERIMENT = Experiment(

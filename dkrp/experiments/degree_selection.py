@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ._data import load_split, subsample
 from ._maps import make_map
+from ._outputs import save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT", "PAPER_WINNERS"]
@@ -153,10 +154,8 @@ def plot(frame, folder):
         axes[0][0].set_ylabel("accuracy (%)")
         axes[0][-1].legend(fontsize=7)
         fig.suptitle(f"{dataset}: KRP (Gaussian) + linear SVM, 5-fold CV vs test")
-        fig.tight_layout()
         path = Path(folder) / f"degree_selection_{dataset}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path, dpi=110)
         paths.append(path)
     return paths
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ._data import load_split, p_grid, subsample
 from ._maps import DATA_DEPENDENT, DEGREE_2_ONLY, KRP_METHODS, NO_POOL, make_map
+from ._outputs import method_color, save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT"]
@@ -93,12 +94,12 @@ def plot(frame, folder):
                 if (p == "").all():  # no p: a horizontal reference line
                     mean = rows["distortion"].mean()
                     ax.axhline(mean, ls="--", lw=1, label=f"{method} ({mean:.3f})",
-                               color=_color(method))
+                               color=method_color(method))
                     continue
                 stats = (rows.assign(p=rows["p"].astype(float))
                          .groupby("p")["distortion"].agg(["mean", "std"]).sort_index())
                 ax.errorbar(stats.index, stats["mean"], yerr=stats["std"].fillna(0),
-                            marker="o", ms=3, capsize=2, label=method, color=_color(method))
+                            marker="o", ms=3, capsize=2, label=method, color=method_color(method))
             ax.set_xscale("log")
             ax.set_xlabel("p (hyperplanes / landmarks)")
             ax.set_title(f"k = {k}")
@@ -106,19 +107,11 @@ def plot(frame, folder):
         axes[0][0].set_ylabel("average distance distortion (eq. 18)")
         axes[0][-1].legend(fontsize=7)
         fig.suptitle(f"{dataset}, <x, y>^{degree}")
-        fig.tight_layout()
         path = Path(folder) / f"distortion_{dataset}_g{degree}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(fig, path, dpi=110)
         paths.append(path)
     return paths
 
-
-_COLORS = {}
-
-
-def _color(method):
-    return _COLORS.setdefault(method, f"C{len(_COLORS) % 10}")
 
 
 EXPERIMENT = Experiment(

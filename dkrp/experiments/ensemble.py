@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._outputs import save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT"]
@@ -209,10 +210,8 @@ def plot(frame, folder):
         for ax in axes:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-        fig.tight_layout()
         path = Path(folder) / f"ensemble_{name}.png"
-        fig.savefig(path, dpi=90)
-        plt.close(fig)
+        save_figure(fig, path, dpi=90)
         paths.append(path)
     return paths
 

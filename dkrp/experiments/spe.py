@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._outputs import save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT"]
@@ -264,10 +265,8 @@ def plot(frame, folder):
         ax.set(xscale="log", xlabel="m", ylabel="5-fold CV accuracy (%)",
                title=f"SPE kernels, synthetic n = {int(kern['n_samples'].iloc[0])}, d = 100")
         ax.legend(fontsize=7)
-        fig.tight_layout()
         path = Path(folder) / "spe_kernels.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path, dpi=100)
         paths.append(path)
     store = frame[frame["part"] == "storage"]
     if len(store):
@@ -288,10 +287,8 @@ def plot(frame, folder):
                title=f"a9a, {int(store['n_train'].iloc[0])} train / "
                      f"{int(store['n_test'].iloc[0])} test rows")
         ax.legend(fontsize=7)
-        fig.tight_layout()
         path = Path(folder) / "spe_storage.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path, dpi=100)
         paths.append(path)
     return paths
 

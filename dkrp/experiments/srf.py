@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._outputs import save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT"]
@@ -202,10 +203,8 @@ def plot(frame, folder):
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("kernel MSE (USPS)")
         axes[0][-1].legend(fontsize=7)
-        fig.tight_layout()
         path = Path(folder) / "srf_mse.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path, dpi=100)
         paths.append(path)
     svm = frame[frame["part"] == "svm"]
     if len(svm):
@@ -226,10 +225,8 @@ def plot(frame, folder):
                title="USPS, C = 1 (review Table 1)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        fig.tight_layout()
         path = Path(folder) / "srf_svm.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        save_figure(fig, path, dpi=100)
         paths.append(path)
     return paths
 
