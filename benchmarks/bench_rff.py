@@ -10,7 +10,9 @@ thread setting:
 * the floor;
 * dkrp's RFF with the compiled cosine (``cosine_ = "dkrp"``, every new fit);
 * dkrp's RFF with numpy's cosine (``cosine_ = "numpy"``, specs written before it);
-* scikit-learn's RBFSampler (same gamma and k).
+* scikit-learn's RBFSampler (same gamma and k);
+* dkrp's Spherical Random Features (degree 10, scale 4) at the same k: the same GEMM and
+  cosine after normalising the rows (issue 12: within 1.2× of RFF).
 
 Usage::
 
@@ -37,7 +39,7 @@ import dkrp  # noqa: E402
 from dkrp._threading import limit_threads  # noqa: E402
 
 METHODS = ("floor: GEMM + write output", "bare GEMM X @ W.T", "dkrp RFF (compiled cosine)",
-           "dkrp RFF (numpy cosine)", "sklearn RBFSampler")
+           "dkrp RFF (numpy cosine)", "sklearn RBFSampler", "dkrp SRF (p=10, a=4)")
 
 
 def floor(Xd, W, n_components):
@@ -60,10 +62,14 @@ def run(X, n_components, gamma, repeats, threads):
         legacy.cosine_ = "numpy"
         W = np.ascontiguousarray(rff.random_weights_, dtype=dtype)
         rbf = RBFSampler(gamma=gamma, n_components=n_components, random_state=0).fit(Xd[:10])
+        srf = dkrp.SphericalRandomFeatures(degree=10, scale=4.0, n_components=n_components,
+                                           random_state=0).fit(Xd[:10])
         rff.transform(Xd[:100])  # compile the kernels outside the timings
+        srf.transform(Xd[:100])
         fns = [partial(floor, Xd, W, n_components), partial(np.matmul, Xd, W.T),
                partial(rff.transform, Xd),
-               partial(legacy.transform, Xd), partial(rbf.transform, Xd)]
+               partial(legacy.transform, Xd), partial(rbf.transform, Xd),
+               partial(srf.transform, Xd)]
         for label in threads:
             limit = None if label == "all" else int(label)
             if limit is None:
@@ -103,11 +109,12 @@ def main(argv=None):
     summary = []
     for dt in ("float32", "float64"):
         for th in args.threads.split(","):
-            f, gemm, ours, old, rbf = (by[(dt, th, m)] for m in METHODS)
+            f, gemm, ours, old, rbf, srf = (by[(dt, th, m)] for m in METHODS)
             summary.append(
                 f"- {dt}, threads={th}: RFF = {ours / f:.2f}× floor, {ours / gemm:.2f}× bare "
                 f"GEMM (numpy cosine {old / f:.2f}× floor, {old / gemm:.2f}× GEMM); "
-                f"RBFSampler / RFF = {rbf / ours:.2f}×")
+                f"RBFSampler / RFF = {rbf / ours:.2f}×; SRF / RFF = {srf / ours:.2f}× "
+                f"(target ≤ 1.2: {'met' if srf / ours <= 1.2 else 'not met'})")
     title = (f"RFF transform, {X.shape[0]:,} × {X.shape[1]} ({source}), "
              f"k={args.n_components}, gamma={args.gamma:.6g}")
     body = (f"Median of {args.repeats} interleaved rounds; × floor is to the floor of the "
