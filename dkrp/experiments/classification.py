@@ -251,7 +251,7 @@ EXPERIMENT = Experiment(
             "n_terms": [1, 10], "prp_terms": 10,
             "references": ["linear-svm-raw", "poly-svm", "rbf-svm"], "raw_C": None,
             "reference_repeats": 1, "exact_n_train": 10000, "svc_cache_mb": 2000,
-            "C": None, "C_grid": [0.001, 0.01, 0.1], "cv_folds": 3, "cv_rows": 5000,
+            "C": None, "C_grid": [0.001, 0.01, 0.1], "cv_folds": 3, "cv_rows": 20000,
             "n_jobs": 1, "explicit_max_features": 20000, "repeats": 3,
         },
     },
@@ -263,8 +263,10 @@ EXPERIMENT = Experiment(
     notes=(
         "Linear SVM: scikit-learn LinearSVC, primal (dual=False), on standardised features "
         "(StandardScaler fitted on the training features); C chosen from {0.001, 0.01, 0.1} "
-        "by 3-fold stratified cross-validation on a stratified subsample of 5,000 training "
-        "rows (accuracy; the F1 of +1 on binary sets), then refitted on the whole training "
+        "by 3-fold stratified cross-validation on a stratified subsample of 20,000 training "
+        "rows (accuracy; the F1 of +1 on binary sets; on MNIST KRP k=1500 p=488 a 3,000-row "
+        "subsample chose C=0.001 and 96.55 %, 20,000 rows chose C=0.01 and 96.86 %), then "
+        "refitted on the whole training "
         "part (quick: C = 0.01 fixed for every linear SVM, the raw one included: on 3,000 rows "
         "it beats the paper's C = 0.5 for raw pixels, 88.9 % vs 86.3 %; 3,000/2,000 MNIST "
         "rows, k = 500). accuracy in percent; "
