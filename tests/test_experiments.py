@@ -117,12 +117,8 @@ def test_cli_lists_and_refuses_unknown_settings(tmp_path):
 
 @pytest.mark.data
 def test_distortion_quick_through_the_cli(tmp_path):
-    result = CliRunner().invoke(main, ["experiment", "distortion", "--local", "-q",
-                                       "--output", str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    rows = _quick_rows(tmp_path, "distortion")
     folder = tmp_path / "distortion"
-    with open(folder / "runs.csv") as fh:
-        rows = list(csv.DictReader(fh))
     by_method = {r["method"]: float(r["distortion"]) for r in rows}
     assert set(by_method) == {"krp-gaussian", "krp-sparse-s3", "kg-rp", "nystroem"}
     # Table 2's ordering at k=200, p=244: KRP (0.120) well below KG-RP (0.329)
@@ -187,8 +183,8 @@ def test_distortion_quick_featurizes_on_the_cluster_with_the_same_numbers(tmp_pa
     assert meta["cluster"].startswith("1 workers")
     values = {}
     for where in ("cluster", "local"):
-        with open(tmp_path / where / "distortion" / "runs.csv") as fh:
-            values[where] = {r["method"]: float(r["distortion"]) for r in csv.DictReader(fh)}
+        values[where] = {r["method"]: float(r["distortion"])
+                         for r in _runs(tmp_path / where / "distortion")}
     assert values["cluster"] == pytest.approx(values["local"], rel=1e-9)
 
 
@@ -196,8 +192,7 @@ def _quick_rows(tmp_path, name):
     result = CliRunner().invoke(main, ["experiment", name, "--local", "-q",
                                        "--output", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    with open(tmp_path / name / "runs.csv") as fh:
-        return list(csv.DictReader(fh))
+    return _runs(tmp_path / name)
 
 
 def _mean(rows, column="accuracy", **where):
@@ -213,11 +208,8 @@ def _runs(folder):
 
 @pytest.mark.data
 def test_degree_selection_quick_through_the_cli(tmp_path):
-    result = CliRunner().invoke(main, ["experiment", "degree-selection", "--local", "-q",
-                                       "--output", str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    rows = {int(r["degree"]): r for r in _quick_rows(tmp_path, "degree-selection")}
     folder = tmp_path / "degree-selection"
-    rows = {int(r["degree"]): r for r in _runs(folder)}
     assert set(rows) == {2, 3, 4}
     assert {r["dataset"] for r in rows.values()} == {"covtype-subset"}  # never the paper's
     cv = {g: float(r["cv_accuracy"]) for g, r in rows.items()}
@@ -332,11 +324,8 @@ def test_ensemble_quick_through_the_cli(tmp_path):
 
 
 def test_rff_quick_through_the_cli(tmp_path):
-    result = CliRunner().invoke(main, ["experiment", "rff", "--local", "-q",
-                                       "--output", str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    rows = _quick_rows(tmp_path, "rff")
     folder = tmp_path / "rff"
-    rows = _runs(folder)
 
     def one(method, part, **where):
         found = [r for r in rows if r["method"] == method and r["part"] == part
@@ -385,12 +374,8 @@ def test_rff_quick_through_the_cli(tmp_path):
 @pytest.mark.data
 @pytest.mark.slow
 def test_classification_quick_through_the_cli(tmp_path):
-    result = CliRunner().invoke(main, ["experiment", "classification", "--local", "-q",
-                                       "--output", str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    rows = _quick_rows(tmp_path, "classification")
     folder = tmp_path / "classification"
-    with open(folder / "runs.csv") as fh:
-        rows = list(csv.DictReader(fh))
     accuracy = {r["method"]: float(r["accuracy"]) for r in rows}
     assert set(accuracy) == {"linear-svm-raw", "krp-gaussian", "nystroem"}
     assert {r["n_train"] for r in rows} == {"3000"}  # the same rows for every model

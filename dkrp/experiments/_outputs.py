@@ -245,14 +245,15 @@ def method_color(method) -> str:
     return _COLORS.setdefault(method, f"C{len(_COLORS) % 10}")
 
 
-def save_figure(fig, path, dpi=100) -> Path:
-    """Lay out, write and close ``fig``; return ``path``."""
+def save_figure(fig, folder, name, dpi=100) -> Path:
+    """Lay out, write ``folder/name`` and close ``fig``; return the path."""
     import matplotlib.pyplot as plt
 
+    path = Path(folder) / name
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
-    return Path(path)
+    return path
 
 
 def _swap_in(partial: Path, final: Path) -> None:

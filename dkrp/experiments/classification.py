@@ -19,8 +19,6 @@ the mapping of the training set (as the paper), ``svm_seconds`` the final SVM fi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ._data import load_split, p_grid, subsample
@@ -222,9 +220,7 @@ def plot(frame, folder):
         axes[0][0].set_ylabel(f"{metric} ({'%' if metric == 'accuracy' else 'F1 of +1'})")
         axes[0][-1].legend(fontsize=6)
         fig.suptitle(f"{dataset}: linear SVM on <x, y>^2 features")
-        path = Path(folder) / f"classification_{dataset}.png"
-        save_figure(fig, path, dpi=100)
-        paths.append(path)
+        paths.append(save_figure(fig, folder, f"classification_{dataset}.png", dpi=100))
     return paths
 
 

@@ -10,8 +10,6 @@ the KG-RP/Nystrom algebra; the hyperplane draw for the data-independent maps),
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ._data import load_split, p_grid, subsample
 from ._maps import DATA_DEPENDENT, DEGREE_2_ONLY, KRP_METHODS, NO_POOL, make_map
 from ._outputs import method_color, save_figure
@@ -107,11 +105,8 @@ def plot(frame, folder):
         axes[0][0].set_ylabel("average distance distortion (eq. 18)")
         axes[0][-1].legend(fontsize=7)
         fig.suptitle(f"{dataset}, <x, y>^{degree}")
-        path = Path(folder) / f"distortion_{dataset}_g{degree}.png"
-        save_figure(fig, path, dpi=110)
-        paths.append(path)
+        paths.append(save_figure(fig, folder, f"distortion_{dataset}_g{degree}.png", dpi=110))
     return paths
-
 
 
 EXPERIMENT = Experiment(

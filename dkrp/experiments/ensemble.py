@@ -27,7 +27,6 @@ model (``n_voters * n_components`` for an ensemble).
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -210,9 +209,7 @@ def plot(frame, folder):
         for ax in axes:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-        path = Path(folder) / f"ensemble_{name}.png"
-        save_figure(fig, path, dpi=90)
-        paths.append(path)
+        paths.append(save_figure(fig, folder, f"ensemble_{name}.png", dpi=90))
     return paths
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ._data import load_split, subsample
+from ._outputs import save_figure
 from ._protocol import Experiment, timer
 
 __all__ = ["EXPERIMENT", "add_pixel_noise"]
@@ -226,8 +227,7 @@ def plot(frame, folder):
             ax.legend(fontsize=7)
         right.set_yscale("log")
         fig.suptitle(f"{dataset}: kernel ridge regression, sigma = 0.5, lambda = 1")
-        fig.tight_layout()
-        paths.append(_save(fig, folder / f"rff_mse_vs_features_{dataset}.png"))
+        paths.append(save_figure(fig, folder, f"rff_mse_vs_features_{dataset}.png"))
     svm = frame[frame["part"].isin(["features", "pca"])]
     for dataset, part in svm.groupby("dataset", sort=False):
         fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.8))
@@ -250,8 +250,7 @@ def plot(frame, folder):
         right.set_yscale("log")
         left.legend(fontsize=7)
         fig.suptitle(f"{dataset}: linear SVM on RBF features (sigma = 2) vs exact SVMs")
-        fig.tight_layout()
-        paths.append(_save(fig, folder / f"rff_accuracy_vs_dimension_{dataset}.png"))
+        paths.append(save_figure(fig, folder, f"rff_accuracy_vs_dimension_{dataset}.png"))
     import pandas as pd
 
     noisy = frame[frame["part"] == "noise"]
@@ -272,17 +271,9 @@ def plot(frame, folder):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title(f"{dataset}: label-free pixel noise on the training images")
-        fig.tight_layout()
-        paths.append(_save(fig, folder / f"rff_accuracy_vs_noise_{dataset}.png"))
+        paths.append(save_figure(fig, folder, f"rff_accuracy_vs_noise_{dataset}.png"))
     return paths
 
-
-def _save(fig, path):
-    import matplotlib.pyplot as plt
-
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
 
 
 EXPERIMENT = Experiment(

@@ -28,8 +28,6 @@ its published rows stay in the report as "data not available here".
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ._outputs import save_figure
@@ -203,9 +201,7 @@ def plot(frame, folder):
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("kernel MSE (USPS)")
         axes[0][-1].legend(fontsize=7)
-        path = Path(folder) / "srf_mse.png"
-        save_figure(fig, path, dpi=100)
-        paths.append(path)
+        paths.append(save_figure(fig, folder, "srf_mse.png", dpi=100))
     svm = frame[frame["part"] == "svm"]
     if len(svm):
         fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -225,9 +221,7 @@ def plot(frame, folder):
                title="USPS, C = 1 (review Table 1)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        path = Path(folder) / "srf_svm.png"
-        save_figure(fig, path, dpi=100)
-        paths.append(path)
+        paths.append(save_figure(fig, folder, "srf_svm.png", dpi=100))
     return paths
 
 
