@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._choices import FOURIER_POOLS, INDEX_DESIGNS, POOLS
 from .._random import block_generator, draw_rows
@@ -65,6 +66,7 @@ __all__ = [
     "use_fwht",
     "balanced_indices",
     "krp_pool_bias",
+    "matmul_transposed",
 ]
 
 # POOLS, FOURIER_POOLS (random Fourier features, Gaussian kernel only) and INDEX_DESIGNS
@@ -297,3 +299,16 @@ def krp_pool_bias(sq_norm_x, sq_norm_y, inner, n_hyperplanes):
     return -(np.asarray(sq_norm_x) * np.asarray(sq_norm_y) + np.asarray(inner) ** 2) / (
         n_hyperplanes - 1
     )
+
+
+def matmul_transposed(X, S, out=None):
+    """``X @ S.T`` for a dense or CSR block ``X`` (never densifies ``X``).
+
+    ``out`` (dense ``X`` only; C-contiguous, shape ``(n, len(S))``) receives the
+    product: the same GEMM call, so the same bits, without allocating.
+    """
+    if sp.issparse(X):
+        return np.asarray(X @ S.T)
+    if out is None:
+        return X @ S.T
+    return np.matmul(X, S.T, out=out)

@@ -50,6 +50,7 @@ __all__ = [
     "cos",
     "sin",
     "cos_features_block",
+    "cos_features_inplace",
     "cos_sin_features_block",
 ]
 
@@ -258,6 +259,41 @@ def _cos_sin_rows(proj, scale, out, out_row0):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_inplace32(block, offset, scale):
+    """``block[i, j] = scale * cos(block[i, j] + offset[j])`` as :func:`_cos_rows32`.
+
+    One array read and written in place: LLVM vectorises it (two views of the same
+    memory, as ``_cos_rows32(block, ..., block)``, would fail its overlap check and
+    run the scalar loop).
+    """
+    n, m = block.shape
+    bad = 0
+    for i in range(n):
+        row = block[i]
+        for j in range(m):
+            x = np.float64(row[j] + offset[j])
+            bad += 0 if abs(x) <= REDUCTION_LIMIT else 1
+            row[j] = _cos_f32(x)
+            row[j] *= scale
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_inplace(block, offset, scale):
+    """:func:`_cos_rows` in place (see :func:`_cos_inplace32`)."""
+    n, m = block.shape
+    bad = 0
+    for i in range(n):
+        row = block[i]
+        for j in range(m):
+            x = np.float64(row[j] + offset[j])
+            bad += 0 if abs(x) <= REDUCTION_LIMIT else 1
+            row[j] = _cos(x)
+            row[j] *= scale
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _cos_sin_1d(x, cos_out, sin_out):
     for i in range(x.shape[0]):
         c, s = _cos_sin(np.float64(x[i]))
@@ -329,6 +365,30 @@ def cos_features_block(proj, offset, scale, out, out_row0=0):
         block = out[out_row0:out_row0 + proj.shape[0]]
         block[mask] = np.cos(v[mask]) * scale
     return out
+
+
+def cos_features_inplace(block, offset, scale):
+    """Replace ``block`` by ``scale * cos(block + offset)``, unless an argument is out of range.
+
+    The rounding is that of :func:`cos_features_block` (the same kernel, reading and
+    writing each element in place), so the bits are the same.
+
+    Parameters
+    ----------
+    block : ndarray of shape (n, m), C-contiguous, float32 or float64
+    offset : ndarray of shape (m,), dtype of ``block``
+    scale : scalar
+
+    Returns
+    -------
+    bool
+        False when some ``|block + offset|`` exceeds :data:`REDUCTION_LIMIT` (or is
+        NaN): ``block`` is then overwritten and must be recomputed with
+        :func:`cos_features_block` from the projections.
+    """
+    scale = block.dtype.type(scale)
+    kernel = _cos_inplace32 if block.dtype == np.float32 else _cos_inplace
+    return kernel(block, offset, scale) == 0
 
 
 def cos_sin_features_block(proj, scale, out, out_row0=0):

@@ -16,12 +16,13 @@ import math
 import numpy as np
 
 from .._random import draw_rows
-from .._threading import run_row_blocks
+from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
 from ..kernels import SHIFT_INVARIANT_KERNELS, scale_gamma
 from ._pools import (
     FOURIER_POOLS,
+    matmul_transposed,
     orthogonal_pool,
     padded_size,
     structured_pool,
@@ -29,7 +30,7 @@ from ._pools import (
     structured_signs,
     use_fwht,
 )
-from ._trig import cos_features_block, cos_sin_features_block
+from ._trig import cos_features_block, cos_features_inplace, cos_sin_features_block
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -242,22 +243,27 @@ class RandomFourierFeatures(BaseProjector):
             arrays["weights"] = self.random_weights_
         return arrays
 
-    def _project_block(self, X, dtype):
-        """``X @ W.T`` for a row block (GEMM, or FWHT for the structured pool)."""
+    def _project_block(self, X, dtype, out=None):
+        """``X @ W.T`` for a row block (GEMM, or FWHT for the structured pool), into
+        ``out`` (C-contiguous, ``(n, n_frequencies)``) when given and ``X`` is dense."""
         if self.random_weights_ is None:
             signs = self._cast("signs", self.pool_signs_, dtype)
             scale = math.sqrt(2.0 * self.gamma_)
-            return structured_project(X, signs, self._n_frequencies, scale=scale)
-        return np.asarray(X @ self._cast("weights", self.random_weights_, dtype).T)
+            return structured_project(X, signs, self._n_frequencies, scale=scale, out=out)
+        return matmul_transposed(X, self._cast("weights", self.random_weights_, dtype), out=out)
 
     def _transform_array(self, X):
         return cosine_features(
             X.shape[0], X.dtype,
-            lambda start, stop: self._project_block(X[start:stop], X.dtype),
+            lambda start, stop, out=None: self._project_block(X[start:stop], X.dtype, out=out),
             self._cast("offset", self.random_offset_, X.dtype),
             self.n_components, self.feature_map, math.sqrt(2.0 / self.n_components),
             cosine=self.cosine_,
         )
+
+
+def _contiguous(a, dtype):
+    return np.ascontiguousarray(a, dtype=dtype)
 
 
 def set_cosine(est):
@@ -279,8 +285,10 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
     n_rows : int
     dtype : float32 or float64
     project : callable
-        ``project(start, stop)`` returns ``X[start:stop] @ W.T`` as a new array of
-        ``dtype`` (rows ``start:stop`` of the input).
+        ``project(start, stop, out=None)`` returns ``X[start:stop] @ W.T`` in
+        ``dtype`` (rows ``start:stop`` of the input), written into ``out`` (a
+        C-contiguous ``(stop - start, n_frequencies)`` array) when it can -- the same
+        GEMM call either way, so the same bits -- else as a new array.
     offset : ndarray of shape (n_frequencies,), dtype of ``X``
     n_components : int
     feature_map : {"cos", "cos_sin"}
@@ -302,10 +310,22 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
     if cosine == "dkrp":
 
         def work(start, stop):
-            proj = np.ascontiguousarray(project(start, stop), dtype=dtype)
             if cos_only:
-                cos_features_block(proj, offset, scale, out, start)
+                # the GEMM writes the block of the output and the cosine replaces it in
+                # place: no projection array, and the block is still in cache
+                block = out[start:stop]
+                proj = project(start, stop, block)
+                if proj is block:
+                    if not cos_features_inplace(block, offset, scale):
+                        # an argument beyond the compiled reduction's range: the block
+                        # was overwritten, so project it again and take the fallback
+                        cos_features_block(_contiguous(project(start, stop), dtype), offset,
+                                           scale, out, start)
+                    return
+                cos_features_block(_contiguous(proj, dtype), offset, scale, out, start)
             else:
+                buf = scratch("rff.projections", (stop - start, m), dtype)
+                proj = _contiguous(project(start, stop, buf), dtype)
                 cos_sin_features_block(proj, scale, out, start)
 
         run_row_blocks(n_rows, ROW_BLOCK, work)

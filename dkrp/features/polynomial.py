@@ -34,6 +34,7 @@ from ._pools import (
     tight_frame_pool,
     use_fwht,
 )
+from ._pools import matmul_transposed as _matmul_transposed
 from ._samplers import DISTRIBUTIONS, hyperplane_sampler, index_sampler, resolve_density
 
 __all__ = ["PolynomialRandomProjection", "ExplicitPolynomialProjection"]
@@ -42,19 +43,6 @@ __all__ = ["PolynomialRandomProjection", "ExplicitPolynomialProjection"]
 #: while the gather consumes them, and extra memory is independent of n.
 #: Part of the seed contract's "same chunking" (a block's GEMM is one BLAS call).
 ROW_BLOCK = 512
-
-
-def _matmul_transposed(X, S, out=None):
-    """``X @ S.T`` for a dense or CSR block ``X`` (never densifies ``X``).
-
-    ``out`` (dense ``X`` only; C-contiguous, shape ``(n, len(S))``) receives the
-    product: the same GEMM call, so the same bits, without allocating.
-    """
-    if sp.issparse(X):
-        return np.asarray(X @ S.T)
-    if out is None:
-        return X @ S.T
-    return np.matmul(X, S.T, out=out)
 
 
 class PolynomialRandomProjection(BaseProjector):

@@ -23,6 +23,7 @@ from .._random import draw_rows
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
 from . import _srf_fit
+from ._pools import matmul_transposed
 from .fourier import FEATURE_MAPS, cosine_features, draw_phases, set_cosine
 
 __all__ = ["SphericalRandomFeatures"]
@@ -210,8 +211,8 @@ class SphericalRandomFeatures(BaseProjector):
         inv_norm = (1.0 / self._row_norms(X)).astype(dtype)
         weights = self._cast("weights", self.random_weights_, dtype)
 
-        def project(start, stop):
-            proj = np.asarray(X[start:stop] @ weights.T)
+        def project(start, stop, out=None):
+            proj = matmul_transposed(X[start:stop], weights, out=out)
             proj *= inv_norm[start:stop, None]
             return proj
 
