@@ -15,6 +15,7 @@ from scipy import integrate
 from scipy import special as sc
 
 import dkrp
+from dkrp._spec import rebuild
 from dkrp.features import _srf_fit
 from dkrp.testing import assert_unbiased
 from dkrp.testing.statistics import estimates_over_seeds
@@ -218,15 +219,80 @@ def test_cli_featurize_srf_on_embedded_cluster_is_byte_identical(tmp_path):
     assert r.exit_code != 0 and "scale" in r.output, r.output
 
 
+#: Corners where the clipped mixture of N = 10 Gaussians does not come within 10 % of the
+#: floor (measured in benchmarks/RESULTS.md, section bench_srf_fit). At d <= 32 and p = 20
+#: the floor is only reached by radial densities with structure ~0.01 wide in log r (NNLS
+#: over log-normal shells: within 10 % of the floor at width 0.01, 10x above it at 0.06),
+#: while one Gaussian's radius spreads over 1/sqrt(2d) = 0.18 (d = 16): a limit of the
+#: family. (16, 7) and (64, 20) are the optimiser's: longer L-BFGS runs get closer.
+_BEYOND_THE_FAMILY = {(16, 7): 2.5, (16, 20): 2410.0, (32, 20): 92.0, (64, 20): 1.23}
+
+
+def _sampled_objective(fit, d, degree, scale):
+    """1/2 int_0^2 (K - K_hat)^2 at the fit's Simpson nodes, K_hat the kernel the features
+    estimate (the sampler's grid), not whatever grid the fitter used internally."""
+    z, omega = _srf_fit._simpson(_srf_fit.N_Z)
+    e = (_srf_fit.surrogate_kernel(z, fit.sigma, fit.coef, d, degree, scale)
+         - _srf_fit.polynomial_kernel(z, degree, scale))
+    return 0.5 * float(omega @ (e * e))
+
+
+_FLOOR_CASES = [(d, p) for d in (64, 256, 1024) for p in (3, 10)] + [
+    (d, p) for d in (16, 32, 64) for p in (7, 20)] + [(4096, 20)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("d", [64, 256, 1024])
-@pytest.mark.parametrize("degree", [3, 10])
+@pytest.mark.parametrize(("d", "degree"), [
+    pytest.param(d, p, marks=pytest.mark.xfail(
+        strict=True, reason=f"fit / floor {_BEYOND_THE_FAMILY[(d, p)]} at a = 4: see "
+        "_BEYOND_THE_FAMILY")) if (d, p) in _BEYOND_THE_FAMILY else (d, p)
+    for d, p in _FLOOR_CASES])
 def test_fit_is_within_ten_percent_of_the_floor_of_every_radial_density(d, degree):
     """Issue 12: the fitter reaches within 10 % of the floor. The floor is computed, not
     quoted: the best L2 objective over *all* non-negative radial densities (a convex NNLS
     over sphere shells, ``l2_floor``); the paper's clipped Gaussian mixture is one of
-    them, so the fit can only be at or above it (2 % slack for the radius grid)."""
+    them, so the fit can only be at or above it (2 % slack for the radius grid). The
+    objective is that of the kernel the features estimate, and it is the one the fitter
+    reports (fitter version 1 reported its coarse grid's, up to 1.9x lower at d = 16)."""
     fit = _srf_fit.fit_surrogate(d, degree, 4.0, 10)
     floor = _srf_fit.l2_floor(d, degree, 4.0)
-    assert 0.98 * floor.objective <= fit.objective <= 1.10 * floor.objective, (
-        fit.objective / floor.objective)
+    sampled = _sampled_objective(fit, d, degree, 4.0)
+    assert np.all(np.isfinite(fit.sigma + fit.coef)) and np.isfinite(fit.max_error)
+    assert fit.objective == pytest.approx(sampled, rel=1e-9)
+    assert 0.98 * floor.objective <= sampled <= 1.10 * floor.objective, (
+        sampled / floor.objective)
+
+
+def test_new_fits_record_the_fitter_version_and_old_specs_keep_their_surrogate(monkeypatch):
+    X = np.random.default_rng(4).standard_normal((20, 12))
+    est = dkrp.SphericalRandomFeatures(degree=7, n_components=40, random_state=1).fit(X)
+    assert est.surrogate_["fit_version"] == _srf_fit.FIT_VERSION == 2
+    # an estimator as dkrp wrote it before version 2: a version-1 surrogate, no fit_version
+    old = _srf_fit.fit_surrogate(12, 7, 4.0, 10, version=1)
+    assert old.sigma != tuple(est.surrogate_["sigma"])  # the two procedures differ here
+    spec = est.to_spec()
+    spec["fitted"]["surrogate_"] = {
+        "n_features": 12, "degree": 7, "scale": 4.0, "n_terms": 10, "sigma": list(old.sigma),
+        "coef": list(old.coef), "mass": old.mass, "max_error": old.max_error,
+        "objective": old.objective}
+    legacy = rebuild(spec, verify=False)  # its checksum, as the old dkrp wrote it
+    spec["checksum"] = legacy.spec_checksum_
+
+    def no_refit(*args, **kwargs):
+        raise AssertionError("a rebuilt SRF must take its surrogate from the spec")
+
+    monkeypatch.setattr(_srf_fit, "fit_surrogate", no_refit)
+    again = dkrp.from_spec(spec)
+    assert again.surrogate_["sigma"] == list(old.sigma)
+    assert "fit_version" not in again.surrogate_
+    assert again.transform(X).tobytes() == legacy.transform(X).tobytes()
+    assert again.transform(X).tobytes() != est.transform(X).tobytes()
+
+
+def test_surrogate_cache_keeps_fitter_versions_apart():
+    from dkrp.features.spherical import _fit_surrogate_cached
+
+    v1 = _fit_surrogate_cached(12, 7, 4.0, 10, 1)
+    v2 = _fit_surrogate_cached(12, 7, 4.0, 10, 2)
+    assert (v1.version, v2.version) == (1, 2) and v1.sigma != v2.sigma
+    assert v1 == _srf_fit.fit_surrogate(12, 7, 4.0, 10, version=1)

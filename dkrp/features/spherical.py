@@ -34,8 +34,9 @@ SAMPLER_REFINE = 4
 
 
 @functools.lru_cache(maxsize=32)
-def _fit_surrogate_cached(n_features, degree, scale, n_terms):
-    return _srf_fit.fit_surrogate(n_features, degree, scale, n_terms)
+def _fit_surrogate_cached(n_features, degree, scale, n_terms, version):
+    # keyed by the fitter's version too: fits of two procedures never stand in for each other
+    return _srf_fit.fit_surrogate(n_features, degree, scale, n_terms, version=version)
 
 
 class SphericalRandomFeatures(BaseProjector):
@@ -66,7 +67,10 @@ class SphericalRandomFeatures(BaseProjector):
         The fitted surrogate: ``sigma`` and ``coef`` (the :math:`N` Gaussians),
         ``mass`` :math:`M = \hat K(0)`, ``max_error`` (max :math:`|\hat K - K|` on
         [0, 2]), ``objective`` and the ``n_features``, ``degree``, ``scale``,
-        ``n_terms`` it was fitted for. Carried by the spec: workers never refit.
+        ``n_terms`` it was fitted for, and ``fit_version``, the fitting procedure
+        (``_srf_fit.FIT_VERSION``; absent from specs written before version 2, whose
+        surrogates came from version 1). Carried by the spec: workers never refit,
+        and a spec's stored surrogate is used whatever its ``fit_version``.
     random_weights_ : ndarray of shape (n_frequencies, n_features_in_)
     random_offset_ : ndarray of shape (n_frequencies,)
     seed_ : int
@@ -86,9 +90,11 @@ class SphericalRandomFeatures(BaseProjector):
       :math:`p_+ = \max(0, p)` (the paper's formula, not the reference code's
       :math:`w^{d-1}`-weighted variant the review found). :math:`\theta` minimises
       :math:`\frac12\int_0^2 (K - \hat K_\theta)^2` with :math:`\hat K_\theta` the
-      Hankel transform of :math:`p_+`, by L-BFGS-B from deterministic restarts
-      (NNLS start plus log-spaced spreads), keeping the best. It depends on
-      :math:`(d, p, a, N)` only, so every seed estimates the same :math:`\hat K`.
+      Hankel transform of :math:`p_+`, by L-BFGS-B (on the log of the objective)
+      from deterministic restarts (NNLS start plus log-spaced spreads), keeping the
+      best and polishing it on the sampler's radial grid (fitter version 2,
+      ``surrogate_["fit_version"]``). It depends on :math:`(d, p, a, N)` only, so
+      every seed estimates the same :math:`\hat K`.
     * **Floor.** No non-negative radial density matches :math:`K` exactly: the
       best max error on [0, 2] is about 1.6e-2 (p = 3, 7), 1.2e-2 (p = 10),
       5e-3 (p = 20) at :math:`a = 4`. The features are unbiased for
@@ -160,10 +166,10 @@ class SphericalRandomFeatures(BaseProjector):
         if not (isinstance(current, dict) and all(current.get(k) == v for k, v in key.items())):
             # a pure function of (d, p, a, N): fitted once per process for every seed
             fit = _fit_surrogate_cached(n_features, key["degree"], key["scale"],
-                                        key["n_terms"])
+                                        key["n_terms"], _srf_fit.FIT_VERSION)
             self.surrogate_ = {**key, "sigma": list(fit.sigma), "coef": list(fit.coef),
                                "mass": fit.mass, "max_error": fit.max_error,
-                               "objective": fit.objective}
+                               "objective": fit.objective, "fit_version": fit.version}
         sigma = np.asarray(self.surrogate_["sigma"], dtype=np.float64)
         coef = np.asarray(self.surrogate_["coef"], dtype=np.float64)
         r, w = _srf_fit.radial_grid(n_features, key["degree"], key["scale"],
