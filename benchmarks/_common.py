@@ -1,5 +1,5 @@
 """Shared helpers for the benchmarks: timing, machine description, the MNIST-shaped input,
-and the one writer of ``benchmarks/RESULTS.md``.
+peak worker memory on a cluster, and the one writer of ``benchmarks/RESULTS.md``.
 
 RESULTS.md holds the latest figures of each benchmark (history is in git): every benchmark
 owns one section between ``<!-- section: NAME -->`` and ``<!-- end section -->``, and
@@ -19,6 +19,7 @@ import platform
 import re
 import shlex
 import subprocess
+import threading
 import time
 from importlib import metadata
 from pathlib import Path
@@ -288,3 +289,37 @@ def disk_floor(nbytes, folder, piece=64 * 2**20):
         return time.perf_counter() - t0, written
     finally:
         path.unlink(missing_ok=True)
+
+
+def worker_rss():
+    """This process' resident set size in bytes (run on workers with ``client.run``)."""
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+class MemorySampler:
+    """Peak RSS per worker, sampled with ``client.run`` in a background thread."""
+
+    def __init__(self, client, every=0.5):
+        self.client, self.every = client, every
+        self.peak = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                for addr, rss in self.client.run(worker_rss).items():
+                    self.peak[addr] = max(self.peak.get(addr, 0), rss)
+            except Exception:  # noqa: BLE001 - a missed sample is not an error
+                pass
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()

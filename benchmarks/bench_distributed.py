@@ -52,14 +52,20 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import command_line, disk_floor, emit, interleaved  # noqa: E402
+from _common import (  # noqa: E402
+    MemorySampler,
+    command_line,
+    disk_floor,
+    emit,
+    interleaved,
+    worker_rss,
+)
 
 import dkrp  # noqa: E402
 from dkrp.parallel import featurize, spec_json, start_local_cluster  # noqa: E402
@@ -81,39 +87,6 @@ def _du(path) -> int:
 
 def _free_bytes(path) -> int:
     return shutil.disk_usage(path).free
-
-
-def _worker_rss():
-    import psutil
-
-    return psutil.Process().memory_info().rss
-
-
-class MemorySampler:
-    """Peak RSS per worker, sampled with ``client.run`` in a background thread."""
-
-    def __init__(self, client, every=0.5):
-        self.client, self.every = client, every
-        self.peak = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self):
-        while not self._stop.is_set():
-            try:
-                for addr, rss in self.client.run(_worker_rss).items():
-                    self.peak[addr] = max(self.peak.get(addr, 0), rss)
-            except Exception:  # noqa: BLE001 - a missed sample is not an error
-                pass
-            self._stop.wait(self.every)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def _memory_limits(client):
@@ -315,7 +288,7 @@ def bench_streaming(args, workdir):
         limits = _memory_limits(client)
         # warm up: imports, numba compile, projector cache
         featurize(X[: args.chunk_rows], krp).sum().compute()
-        base = {a: v for a, v in client.run(_worker_rss).items()}
+        base = {a: v for a, v in client.run(worker_rss).items()}
         Z = featurize(X, krp)
         inc = Incremental(SGDClassifier(loss="hinge", alpha=1e-5, random_state=0),
                           scoring="accuracy", shuffle_blocks=False, random_state=0,
