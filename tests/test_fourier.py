@@ -161,15 +161,18 @@ def test_rff_refuses_bad_parameters_with_their_message(params, n_features, messa
         ({"n_components": 1}, 3),
         ({"gamma": 1e-300}, 3),
         ({"gamma": 0.5, "pool": "orthogonal"}, 3),
-        # the structured pool's limit is inclusive; the other pools have none
-        ({"pool": "structured", "n_components": 2**17}, 2**17),
-        ({"n_components": 1}, 2**17 + 1),
-        ({"pool": "orthogonal", "n_components": 1}, 2**17 + 1),
+        ({"n_components": 1}, 2**17 + 1),  # only the structured pool has a limit
     ],
 )
 def test_rff_accepts_parameters_at_their_limits(params, n_features):
     rff = dkrp.RandomFourierFeatures(random_state=0, **params).fit_n_features(n_features)
     assert rff.n_components_ == params.get("n_components", 100)
+
+
+def test_rff_structured_pool_limit_is_inclusive():
+    # Checked on the parameters alone: a fit at d = 2**17 is cheap on the FWHT path, but
+    # a bug that took the GEMM path there would materialise a 2**17 x 2**17 pool.
+    dkrp.RandomFourierFeatures(pool="structured", n_components=2**17)._resolve_params(2**17)
 
 
 def test_rff_gamma_scale_is_the_width_of_its_kernel():
@@ -200,6 +203,30 @@ def test_rff_structured_pool_path_and_its_scale(d, fwht):
                                np.sqrt(2 * gamma) * X @ S.T, rtol=1e-10, atol=1e-12)
     X32 = X.astype(np.float32)
     assert rff._project_block(X32, np.float32).dtype == np.float32
+
+
+@pytest.mark.parametrize("kernel, feature_map", [("gaussian", "cos"), ("laplacian", "cos_sin")])
+def test_rff_transform_is_cosine_features_of_its_own_projection(kernel, feature_map):
+    # float32 in, float32 GEMM, offset and cosine: byte-identical to cosine_features
+    # applied to X32 @ W32.T (a GEMM or an offset in float64 rounds otherwise); and a
+    # spec of dkrp <= 0.1 (no cosine_ recorded) computes numpy's cosine.
+    from dkrp.features.fourier import cosine_features
+
+    X = np.random.default_rng(4).standard_normal((30, 20))
+    rff = dkrp.RandomFourierFeatures(kernel=kernel, gamma=0.7, n_components=64,
+                                     feature_map=feature_map, random_state=1).fit(X)
+    m = rff.random_weights_.shape[0]
+    for dtype, cosine, est in [(np.float32, "dkrp", rff), (np.float64, "dkrp", rff)] + [
+        (dt, "numpy", dkrp.from_spec({**rff.to_spec(), "fitted": {"gamma_": 0.7}}))
+        for dt in (np.float32, np.float64)
+    ]:
+        Xd = X.astype(dtype)
+        W = rff.random_weights_.astype(dtype)
+        expected = cosine_features(30, dtype, lambda a, b, Xd=Xd, W=W: Xd[a:b] @ W.T,
+                                   rff.random_offset_.astype(dtype), 64, feature_map,
+                                   np.sqrt(2.0 / 64), cosine=cosine)
+        assert est.cosine_ == cosine and m == (64 if feature_map == "cos" else 32)
+        assert est.transform(Xd).tobytes() == expected.tobytes()
 
 
 def _reference_features(proj, offset, scale, feature_map, dtype, cosine):
