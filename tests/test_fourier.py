@@ -222,7 +222,7 @@ def test_rff_transform_is_cosine_features_of_its_own_projection(kernel, feature_
     ]:
         Xd = X.astype(dtype)
         W = rff.random_weights_.astype(dtype)
-        expected = cosine_features(30, dtype, lambda a, b, Xd=Xd, W=W: Xd[a:b] @ W.T,
+        expected = cosine_features(30, dtype, lambda a, b, out=None, Xd=Xd, W=W: Xd[a:b] @ W.T,
                                    rff.random_offset_.astype(dtype), 64, feature_map,
                                    np.sqrt(2.0 / 64), cosine=cosine)
         assert est.cosine_ == cosine and m == (64 if feature_map == "cos" else 32)
@@ -264,7 +264,7 @@ def test_cosine_features_follow_their_formula_over_row_blocks(cosine, feature_ma
     scale = np.sqrt(2.0 / k)
     calls = []
 
-    def project(start, stop):
+    def project(start, stop, out=None):
         calls.append((start, stop))
         return proj[start:stop].copy()
 
@@ -287,5 +287,5 @@ def test_cosine_features_refuse_an_unknown_cosine():
 
     with pytest.raises(ValueError,
                        match=re.escape("cosine must be one of 'dkrp', 'numpy'; got 'libm'.")):
-        cosine_features(2, np.float64, lambda a, b: np.zeros((b - a, 2)), np.zeros(2), 2,
+        cosine_features(2, np.float64, lambda a, b, out=None: np.zeros((b - a, 2)), np.zeros(2), 2,
                         "cos", 1.0, cosine="libm")
