@@ -47,6 +47,29 @@ def test_sphere_cf_matches_quadrature(nu):
             _quadrature_cf(nu, t), abs=1e-11), (nu, t)
 
 
+def test_omega_table_is_the_hermite_formula_bit_for_bit():
+    # the compiled interpolation must keep the bits of the numpy expression it replaced:
+    # fitted surrogates (and so the radii of every new SRF spec) are built from it
+    nu = 127.0
+    rng = np.random.default_rng(0)
+    t = np.concatenate([rng.uniform(0.0, 300.0, (50, 40)).ravel(), [0.0, 0.05, 299.99]])
+    step = _srf_fit.OMEGA_STEP
+    n = int(np.ceil(t.max() / step)) + 2
+    grid = np.arange(n) * step
+    y = _srf_fit.sphere_cf(nu, grid)
+    m = -grid * _srf_fit.sphere_cf(nu + 1.0, grid) / (2.0 * (nu + 1.0)) * step
+    pos = t / step
+    i = np.minimum(pos.astype(np.int64), n - 2)
+    u = pos - i
+    u2 = u * u
+    u3 = u2 * u
+    expected = ((2 * u3 - 3 * u2 + 1) * y[i] + (u3 - 2 * u2 + u) * m[i]
+                + (3 * u2 - 2 * u3) * y[i + 1] + (u3 - u2) * m[i + 1])
+    got = _srf_fit.omega_table(nu, t.reshape(-1, 1))
+    assert got.shape == (t.size, 1)
+    assert got.ravel().tobytes() == expected.tobytes()
+
+
 def test_sphere_cf_large_dimension_no_underflow():
     # d = 4096: jv and ive both underflow at t = 400, Omega (about 3e-9) does not
     assert sc.jv(2047.0, 400.0) == 0.0 and sc.ive(2047.0, 400.0) == 0.0

@@ -44,6 +44,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy import optimize
 from scipy import special as sc
@@ -165,13 +166,28 @@ def omega_table(nu, t):
     grid = np.arange(n) * OMEGA_STEP
     y = sphere_cf(nu, grid)
     m = -grid * sphere_cf(nu + 1.0, grid) / (2.0 * (nu + 1.0)) * OMEGA_STEP
-    pos = t / OMEGA_STEP
-    i = np.minimum(pos.astype(np.int64), n - 2)
-    u = pos - i
-    u2 = u * u
-    u3 = u2 * u
-    return ((2 * u3 - 3 * u2 + 1) * y[i] + (u3 - 2 * u2 + u) * m[i]
-            + (3 * u2 - 2 * u3) * y[i + 1] + (u3 - u2) * m[i + 1])
+    out = np.empty(t.shape, dtype=np.float64)
+    _hermite(np.ascontiguousarray(t).ravel(), y, m, out.ravel())
+    return out
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _hermite(t, y, m, out):
+    """Cubic Hermite interpolation of the table (``y``, ``m``) at ``t``, one pass.
+
+    The arithmetic, operation by operation, of the numpy expression it replaced (no
+    fused multiply-add: numba does not contract), so the same bits, without the
+    temporaries of a (z, r) table of millions of values.
+    """
+    n = y.shape[0]
+    for k in range(t.shape[0]):
+        pos = t[k] / OMEGA_STEP
+        i = min(np.int64(pos), n - 2)
+        u = pos - i
+        u2 = u * u
+        u3 = u2 * u
+        out[k] = ((((2 * u3 - 3 * u2 + 1) * y[i] + (u3 - 2 * u2 + u) * m[i])
+                   + (3 * u2 - 2 * u3) * y[i + 1]) + (u3 - u2) * m[i + 1])
 
 
 def _sigma_bounds(degree, scale):
