@@ -278,8 +278,94 @@ def test_cosine_features_follow_their_formula_over_row_blocks(cosine, feature_ma
     else:
         # the compiled cosine is within 1 ulp of the exact value, not correctly rounded
         np.testing.assert_allclose(Z, ref, rtol=0, atol=2 * np.finfo(dtype).eps * scale)
+        # and it is the compiled cosine (and sine) of dkrp.features._trig, bit for bit,
+        # which differs from numpy's in the last bit of hundreds of these features
+        from dkrp.features import _trig
+
+        x = proj + offset if feature_map == "cos" else proj
+        parts = [_trig.cos(x)] + ([_trig.sin(x)] if feature_map == "cos_sin" else [])
+        assert Z.tobytes() == (np.hstack(parts) * dtype(scale)).tobytes()
         default = cosine_features(n, dtype, project, offset, k, feature_map, scale)
         assert default.tobytes() == Z.tobytes()  # "dkrp" is the default
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("feature_map", ["cos", "cos_sin"])
+def test_cosine_features_project_into_the_output_and_fall_back_beyond_the_reduction_range(
+        feature_map, dtype):
+    # A project that writes into the ``out`` it is offered, as the GEMM of
+    # RandomFourierFeatures does. The cos map offers the output's own row block (the
+    # cosine then replaces it in place), the cos/sin map a work array of the block's
+    # shape. Arguments beyond the compiled reduction's range (2**20) in the first and
+    # the last row block send those blocks of the cos map to the fallback, which
+    # projects them again without ``out`` and takes numpy's cosine there.
+    from dkrp.features._trig import REDUCTION_LIMIT
+    from dkrp.features.fourier import ROW_BLOCK, cosine_features
+
+    rng = np.random.default_rng(6)
+    n, m = 2 * ROW_BLOCK + 37, 6
+    proj = rng.uniform(-10.0, 10.0, (n, m)).astype(dtype)
+    proj[3, 1], proj[n - 2, 4] = 1e12, -1e15
+    assert abs(float(proj[3, 1])) > REDUCTION_LIMIT
+    offset = (rng.uniform(0.0, 2 * np.pi, m) if feature_map == "cos"
+              else np.zeros(m)).astype(dtype)
+    k = m if feature_map == "cos" else 2 * m
+    scale = np.sqrt(2.0 / k)
+    calls, offered = [], []
+
+    def project(start, stop, out=None):
+        calls.append((start, stop, out is None))
+        if out is None:
+            return proj[start:stop].copy()
+        offered.append(out)
+        out[...] = proj[start:stop]
+        return out
+
+    Z = cosine_features(n, dtype, project, offset, k, feature_map, scale)
+    ref = _reference_features(proj, offset, scale, feature_map, dtype, "dkrp")
+    np.testing.assert_allclose(Z, ref, rtol=0, atol=2 * np.finfo(dtype).eps * scale)
+    blocks = [(0, ROW_BLOCK), (ROW_BLOCK, 2 * ROW_BLOCK), (2 * ROW_BLOCK, n)]
+    again = [(0, ROW_BLOCK, True), (2 * ROW_BLOCK, n, True)] if feature_map == "cos" else []
+    assert sorted(calls) == sorted([(a, b, False) for a, b in blocks] + again)
+    for out in offered:
+        assert out.dtype == dtype and out.flags.c_contiguous and out.shape[1] == m
+        assert np.shares_memory(out, Z) == (feature_map == "cos")
+    assert sorted(o.shape[0] for o in offered) == sorted(b - a for a, b in blocks)
+
+
+@pytest.mark.parametrize("pool, d", [("iid", 20), ("structured", 300)])
+def test_rff_project_block_writes_into_the_out_it_is_given(pool, d):
+    # the GEMM (or the FWHT) writes into ``out`` and returns it: the same bits as
+    # without ``out``, and no new array
+    X = np.random.default_rng(7).standard_normal((40, d))
+    rff = dkrp.RandomFourierFeatures(gamma=0.03, n_components=512, pool=pool,
+                                     random_state=2).fit(X)
+    assert rff.uses_fwht_ == (pool == "structured")
+    for dtype in (np.float32, np.float64):
+        Xd = X.astype(dtype)
+        out = np.full((40, 512), np.nan, dtype=dtype)
+        assert rff._project_block(Xd, dtype, out=out) is out
+        assert out.tobytes() == rff._project_block(Xd, dtype).tobytes()
+
+
+def test_rff_cos_map_projects_into_its_own_output():
+    # The cos map's projections are written into the output block and the cosine
+    # replaces them in place: besides the output, a transform allocates far less
+    # than one row block of projections (2 MiB here).
+    import tracemalloc
+
+    from dkrp.features.fourier import ROW_BLOCK
+
+    X = np.random.default_rng(8).standard_normal((4 * ROW_BLOCK, 8))
+    rff = dkrp.RandomFourierFeatures(n_components=256, random_state=0).fit(X)
+    rff.transform(X[:5])  # compiled kernels and cast arrays ready
+    tracemalloc.start()
+    try:
+        Z = rff._transform_array(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert Z.nbytes <= peak < Z.nbytes + ROW_BLOCK * 256 * 8 // 4
 
 
 def test_cosine_features_refuse_an_unknown_cosine():
