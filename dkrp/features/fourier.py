@@ -312,7 +312,7 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
         def work(start, stop):
             if cos_only:
                 # the GEMM writes the block of the output and the cosine replaces it in
-                # place: no projection array, and the block is still in cache
+                # place: no projection array to allocate per block
                 block = out[start:stop]
                 proj = project(start, stop, block)
                 if proj is block:
