@@ -122,6 +122,19 @@ def small_store(tmp_path):
     return dest
 
 
+def peak_allocation(func):
+    """``(func(), peak bytes numpy and Python allocated while it ran)``, by tracemalloc."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = func()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
 def stop_processes(procs, logs=()):
     """Terminate real scheduler/worker subprocesses (last started first), then close logs."""
     for p in reversed(procs):

@@ -7,6 +7,7 @@ Bad input and bad parameters give clear ValueErrors, nothing silently coerced
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import peak_allocation
 from projector_cases import BASELINE_MAPS, CORE, DATA_DEPENDENT, PROJECTORS
 from sklearn.pipeline import make_pipeline
 from sklearn.svm import LinearSVC
@@ -107,7 +108,6 @@ def test_sparse_input_is_not_densified(name):
     # 200k columns dense would be 1.6 GB for this 1000-row block; CSR stays small. The
     # peak of memory allocated during transform (numpy reports its buffers to
     # tracemalloc) must stay below a quarter of that: a densified block cannot.
-    import tracemalloc
 
     rng = np.random.default_rng(0)  # 20 non-zeros per row, built directly (sp.random is slow)
     cols = np.sort(rng.integers(0, 200_000, size=(1000, 20)), axis=1)
@@ -116,12 +116,7 @@ def test_sparse_input_is_not_densified(name):
     X.sum_duplicates()
     est = SPARSE_MAPS[name]().fit(X[:10])
     dense_bytes = X.shape[0] * X.shape[1] * 8
-    tracemalloc.start()
-    try:
-        Z = est.transform(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    Z, peak = peak_allocation(lambda: est.transform(X))
     assert Z.shape == (1000, est.n_components_) and np.isfinite(Z).all()
     assert peak < dense_bytes / 4, (
         f"{name}: transform of a CSR block allocated {peak / 1e6:.0f} MB at peak; the "

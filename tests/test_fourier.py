@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import peak_allocation
 
 import dkrp
 from dkrp.kernels import kernel_matrix
@@ -352,19 +353,12 @@ def test_rff_cos_map_projects_into_its_own_output():
     # The cos map's projections are written into the output block and the cosine
     # replaces them in place: besides the output, a transform allocates far less
     # than one row block of projections (2 MiB here).
-    import tracemalloc
-
     from dkrp.features.fourier import ROW_BLOCK
 
     X = np.random.default_rng(8).standard_normal((4 * ROW_BLOCK, 8))
     rff = dkrp.RandomFourierFeatures(n_components=256, random_state=0).fit(X)
     rff.transform(X[:5])  # compiled kernels and cast arrays ready
-    tracemalloc.start()
-    try:
-        Z = rff._transform_array(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    Z, peak = peak_allocation(lambda: rff._transform_array(X))
     assert Z.nbytes <= peak < Z.nbytes + ROW_BLOCK * 256 * 8 // 4
 
 

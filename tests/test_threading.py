@@ -6,9 +6,9 @@ and unmap every such block)."""
 from __future__ import annotations
 
 import threading
-import tracemalloc
 
 import numpy as np
+from conftest import peak_allocation
 
 import dkrp
 from dkrp._threading import limit_threads, scratch
@@ -43,11 +43,6 @@ def test_krp_transform_allocates_no_projection_block_per_row_block():
     block_bytes = 512 * 4096 * 8
     with limit_threads(1):  # this thread runs every block, so its work array serves all
         first = krp.transform(X)  # builds the caches and the work array
-        tracemalloc.start()
-        try:
-            second = krp.transform(X)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        second, peak = peak_allocation(lambda: krp.transform(X))
     assert np.array_equal(first, second)
     assert peak < block_bytes / 4, f"{peak} bytes at peak: a projection block was allocated"
