@@ -76,7 +76,7 @@ def best_of(fn, repeats=3):
     return min(times)
 
 
-def interleaved(fns, repeats):
+def interleaved(fns, repeats, warm_bytes=0):
     """Wall times of the callables ``fns`` timed in rounds, alternating them within each round.
 
     Round ``r`` runs the callables in the order rotated by ``r`` (``r % len(fns)`` first), so
@@ -84,6 +84,9 @@ def interleaved(fns, repeats):
     shared machine falls on all of them rather than on the one being timed then.
     ``repeats`` is one count for all, or one per callable (a callable with fewer repeats
     drops out of the later rounds). Returns one list of times per callable, in round order.
+
+    ``warm_bytes`` > 0: before each call (untimed), :func:`warm_pages` of that many bytes,
+    so that the arrays the call allocates land on pages the machine already backs.
     """
     counts = [repeats] * len(fns) if isinstance(repeats, int) else list(repeats)
     times = [[] for _ in fns]
@@ -92,11 +95,29 @@ def interleaved(fns, repeats):
         for i in list(range(shift, len(fns))) + list(range(shift)):
             if r >= counts[i]:
                 continue
+            if warm_bytes:
+                warm_pages(warm_bytes)
             t0 = time.perf_counter()
             result = fns[i]()
             times[i].append(time.perf_counter() - t0)
             del result
     return times
+
+
+def warm_pages(nbytes):
+    """Allocate, touch and free ``nbytes``: the next allocations reuse these pages.
+
+    On a virtual machine whose host takes back the memory a guest frees (a balloon's
+    free-page reporting), the first touch of a page freed more than about a second ago
+    faults on the host too: 1.5 to 6 ms per MiB here against 0.04 to 0.4 ms per MiB for
+    a page freed just before (``bench_memory.py``). A call's output of hundreds of MiB
+    then costs seconds or not depending on what ran before it. Touching as many bytes
+    just before a timed call makes every method pay only the warm cost, the one a
+    bare-metal machine has.
+    """
+    buf = np.empty(int(nbytes), dtype=np.uint8)
+    buf.fill(0)
+    del buf
 
 
 def _cpu_model() -> str:
