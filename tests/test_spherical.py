@@ -263,7 +263,7 @@ def _sampled_objective(fit, d, degree, scale):
 _FLOOR_CASES = [(d, p, 4.0) for d in (64, 256, 1024) for p in (3, 10)] + [
     (d, p, 4.0) for d in (16, 32, 64) for p in (7, 20)] + [(4096, 20, 4.0)] + [
     # version 2's other corners over 1.10 (benchmarks/RESULTS.md, bench_srf_fit), which
-    # version 3's shell starts bring within 3 % of the floor
+    # version 3's shell starts bring within SHELL_STOP (5 %) of the grid floor
     (16, 7, 2.0), (16, 7, 3.0), (16, 10, 2.0), (16, 10, 3.0), (16, 10, 4.0), (32, 10, 2.0),
     (32, 10, 3.0), (32, 10, 4.0), (32, 20, 2.0), (32, 20, 3.0), (64, 20, 2.0), (64, 20, 3.0)]
 
