@@ -92,7 +92,9 @@ class SphericalRandomFeatures(BaseProjector):
       :math:`\frac12\int_0^2 (K - \hat K_\theta)^2` with :math:`\hat K_\theta` the
       Hankel transform of :math:`p_+`, by L-BFGS-B (on the log of the objective)
       from deterministic restarts (NNLS start plus log-spaced spreads), keeping the
-      best and polishing it on the sampler's radial grid (fitter version 2,
+      best and polishing it on the sampler's radial grid; for :math:`d < 128`, where
+      that stays above 1.1 times the floor, further starts whose clipped density sits
+      in narrow windows at the floor's shells (fitter version 3,
       ``surrogate_["fit_version"]``). It depends on :math:`(d, p, a, N)` only, so
       every seed estimates the same :math:`\hat K`.
     * **Floor.** No non-negative radial density matches :math:`K` exactly: the
