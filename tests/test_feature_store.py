@@ -278,3 +278,55 @@ def test_resume_keeps_the_chunk_rows_recorded_in_the_store(tmp_path, data):
     assert chunk_files() == before
     assert open_features(out).Z.compute().tobytes() == np.vstack(
         [krp.transform(data[s:s + 300]) for s in range(0, 1000, 300)]).tobytes()
+
+
+def test_resume_with_another_explicit_chunk_rows_is_refused_naming_the_grid(tmp_path, data):
+    # an explicit chunk_rows that is not the grid a store was started on used to be
+    # ignored silently on resume; it is refused, saying the grid and what to do, and the
+    # store is left as it was; the same value, or none, resumes as before
+    from dkrp.feature_store import write_plan
+
+    X = da.from_array(data, chunks=(1000, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    write_plan(plan_features(X, krp, out, chunk_rows=300), krp, progress=False)
+    for partial in (False, True):
+        if partial:
+            (out / "Z" / "c" / "2" / "0").unlink()  # as if killed before chunk 2
+        before = store_digest(out)
+        with pytest.raises(FeatureStoreMismatchError) as info:
+            plan_features(X, krp, out, chunk_rows=200)
+        message = str(info.value)
+        assert message.startswith(f"The feature store {out.absolute()} was started with 300 "
+                                  "rows per chunk, but chunk_rows=200 (--chunk-rows 200) was "
+                                  "given")
+        assert "Nothing was changed" in message
+        assert "without chunk_rows (--chunk-rows) or with chunk_rows=300" in message
+        assert "write to a new path" in message
+        assert store_digest(out) == before
+        for rows in (None, 300):
+            plan = plan_features(X, krp, out, chunk_rows=rows)
+            assert plan["attrs"]["chunk_rows"] == 300 and plan["X"].chunks[0][0] == 300
+            assert plan["action"] == ("resume" if partial else "noop")
+            assert plan["missing"] == int(partial)
+    summary = write_plan(plan_features(X, krp, out, chunk_rows=300), krp, progress=False)
+    assert summary["chunks_written"] == 1 and summary["chunks_skipped"] == 3
+    # another run's store: every difference is named, the grid among them
+    with pytest.raises(FeatureStoreMismatchError,
+                       match=r"made by another run: seed \(random_state\): store 3, this run "
+                             r"4; rows per chunk: store 300, this run 200"):
+        plan_features(X, _krp(4), out, chunk_rows=200)
+    # overwrite=True builds the replacement on the grid asked for, discarding one that a
+    # killed overwrite run left on the old grid
+    from dkrp.feature_store.plan import overwrite_sibling
+
+    sibling = overwrite_sibling(out)
+    write_plan(plan_features(X, krp, sibling, chunk_rows=300), krp, progress=False)
+    plan = plan_features(X, krp, out, chunk_rows=200, overwrite=True)
+    assert plan["build_path"] == sibling and plan["replace"] and plan["action"] == "create"
+    assert plan["attrs"]["chunk_rows"] == 200 and plan["attrs"]["n_chunks"] == 5
+    write_plan(plan, krp, progress=False)
+    fs = open_features(out)
+    assert fs.attrs["chunk_rows"] == 200 and fs.Z.chunks[0] == (200,) * 5
+    assert fs.Z.compute().tobytes() == np.vstack(
+        [krp.transform(data[s:s + 200]) for s in range(0, 1000, 200)]).tobytes()
