@@ -6,6 +6,7 @@ The cluster-backed and kill tests are in test_reliability.py.
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import dask.array as da
@@ -237,7 +238,7 @@ def test_retries_and_failures_naming_the_partition_on_the_local_scheduler(tmp_pa
         write_features(X, _krp(), tmp_path / "x.zarr", progress=False, retries=-1)
 
 
-def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data):
+def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data, caplog):
     # zarr writes chunk files via "<chunk>.<uuid>.partial"; a SIGKILL can leave one
     bad = data.copy()
     bad[713, 2] = np.nan
@@ -247,8 +248,10 @@ def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data):
     stray = out / "Z" / "c" / "7" / "0.0123abcd.partial"
     stray.parent.mkdir(parents=True, exist_ok=True)
     stray.write_bytes(b"half a chunk")
-    write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.write"):
+        write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
     assert not list(out.rglob("*.partial"))
+    assert f"removing {stray.absolute()}, left by a writer killed mid-write" in caplog.messages
     clean = tmp_path / "clean.zarr"
     write_features(da.from_array(data, chunks=(100, 12)), _krp(), clean, progress=False)
     assert store_digest(out) == store_digest(clean)
@@ -330,3 +333,25 @@ def test_resume_with_another_explicit_chunk_rows_is_refused_naming_the_grid(tmp_
     assert fs.attrs["chunk_rows"] == 200 and fs.Z.chunks[0] == (200,) * 5
     assert fs.Z.compute().tobytes() == np.vstack(
         [krp.transform(data[s:s + 200]) for s in range(0, 1000, 200)]).tobytes()
+
+
+def test_overwrite_through_a_symlink_replaces_the_real_store(tmp_path, data, caplog):
+    # the link keeps pointing at the real store, which is what gets replaced; a
+    # ".<name>.replaced" left by a run killed between the two renames is removed first
+    X = da.from_array(data, chunks=(100, 12))
+    real, link = tmp_path / "real.zarr", tmp_path / "link.zarr"
+    write_features(X, _krp(3), real, progress=False)
+    link.symlink_to(real, target_is_directory=True)
+    aside = tmp_path / ".real.zarr.replaced"
+    aside.mkdir()
+    (aside / "zarr.json").write_text("{}")
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.write"):
+        write_features(X, _krp(4), link, overwrite=True, progress=False)
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert open_features(real).projector().random_state == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.zarr", "real.zarr"]
+    assert (f"removing {aside.absolute()}, a replaced store left by a killed run"
+            in caplog.messages)
+    clean = tmp_path / "clean" / "real.zarr"
+    write_features(X, _krp(4), clean, progress=False)
+    assert store_digest(real) == store_digest(clean)
