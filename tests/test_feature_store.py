@@ -355,3 +355,103 @@ def test_overwrite_through_a_symlink_replaces_the_real_store(tmp_path, data, cap
     clean = tmp_path / "clean" / "real.zarr"
     write_features(X, _krp(4), clean, progress=False)
     assert store_digest(real) == store_digest(clean)
+
+
+# -- planning helpers (survivors of the mutation run over plan.py, tests/MUTATION.md) ----
+
+
+def test_regular_chunk_rows_is_the_grid_or_none():
+    from dkrp.feature_store.plan import _regular_chunk_rows
+
+    assert _regular_chunk_rows(()) is None
+    assert _regular_chunk_rows((100, 100, 50)) == 100
+    assert _regular_chunk_rows((100, 100)) == 100  # a full last chunk
+    assert _regular_chunk_rows((1, 1, 1)) == 1
+    for chunks in ((100, 50, 100), (100, 50, 50), (100, 150), (0,), (0, 0)):
+        assert _regular_chunk_rows(chunks) is None, chunks
+
+
+def test_choose_chunk_rows_in_whole_row_blocks():
+    from dkrp.feature_store.plan import TARGET_CHUNK_BYTES, choose_chunk_rows
+
+    assert TARGET_CHUNK_BYTES == 64 * 2**20
+    # 64 MiB / 100 B = 671088 rows, down to a multiple of 2048
+    assert choose_chunk_rows(10**6, 100) == 669696
+    assert choose_chunk_rows(10**6, 1000, 2_048_000) == 2048
+    assert choose_chunk_rows(10**6, 1000, 2_047_000) == 1536  # below 2048: of 512
+    assert choose_chunk_rows(10**6, 1000, 1_000_000) == 512
+    assert choose_chunk_rows(10**6, 1000, 511_999) == 511  # below 512: as many as fit
+    assert choose_chunk_rows(10**6, 1000, 999) == 1  # at least one row
+    assert choose_chunk_rows(300, 100) == 300  # never more than the input has
+    assert choose_chunk_rows(0, 100) == 1
+    assert choose_chunk_rows(10**9, 0, 5000) == 4096  # a zero row size counts as 1 byte
+
+
+def test_task_memory_and_new_chunk_rows():
+    from dkrp.feature_store.plan import new_chunk_rows, task_memory
+
+    # input block and its cast (3 x (8 + 4) B per row), three output blocks (3 x 5 x 4 B)
+    assert task_memory(10, 3, 8, 5, 4) == 10 * 3 * 12 + 3 * 10 * 5 * 4
+    assert task_memory(10, 3, 8, 5, 4, model_bytes=7) == 967
+    X = da.zeros((1000, 12), chunks=(300, 12))
+    assert new_chunk_rows(X, 320, chunk_rows=1) == 1
+    assert new_chunk_rows(X, 320) is None  # the input's chunks fit: kept
+    assert new_chunk_rows(X, 320, max_chunk_bytes=300 * 320) is None
+    assert new_chunk_rows(X, 320, max_chunk_bytes=300 * 320 - 1) == 299
+
+
+def test_output_that_is_inside_or_holds_the_input_is_refused(tmp_path):
+    from dkrp.feature_store.plan import check_output_path
+
+    src = tmp_path / "in.zarr"
+    src.mkdir()
+    for out, what in ((src, "is the input"), (src / "f.zarr", "is inside the input"),
+                      (tmp_path, "contains the input")):
+        with pytest.raises(FeatureStoreError, match=(
+                rf"^The output {out} {what} {src}: featurize never writes over its own "
+                r"input\. Nothing was changed; choose another output path\.$")):
+            check_output_path(out, input_path=src)
+    check_output_path(tmp_path / "beside.zarr", input_path=src)
+
+
+def test_write_features_passes_its_options_to_the_plan(tmp_path, data):
+    X = da.from_array(data, chunks=(500, 12))
+    krp = _krp()
+    out = tmp_path / "a.zarr"
+    write_features(X, krp, out, progress=False, source={"path": "/data/x.npy", "n": 1},
+                   store_dtype="float32", compressor="zstd")
+    fs = open_features(out)
+    assert fs.attrs["input"]["source_path"] == "/data/x.npy"
+    assert fs.attrs["compressor"] == "zstd" and fs.Z.dtype == np.float32
+    fingerprint = dict(fs.attrs["input"], source_path="/elsewhere/x.npy")
+    other = tmp_path / "b.zarr"
+    write_features(X, krp, other, progress=False, fingerprint=fingerprint)
+    assert open_features(other).attrs["input"] == fingerprint
+    # retries are checked before the store is: a bad value is named even here
+    with pytest.raises(ValueError, match=r"^retries must be >= 0, got -1\.$"):
+        write_features(X, _krp(9), out, progress=False, retries=-1)
+
+
+def test_write_features_bits_and_progress_bar(tmp_path, capsys):
+    from dkrp import SignProductEmbedding
+
+    X = np.random.default_rng(1).standard_normal((300, 6))
+    est = SignProductEmbedding(n_components=20, random_state=2).fit(X)
+    out = tmp_path / "bits.zarr"
+    write_features(da.from_array(X, chunks=(100, 6)), est, out, bits=True)  # progress=True
+    assert "featurize" in capsys.readouterr().err  # the tqdm bar, on stderr
+    fs = open_features(out)
+    assert fs.encoding == "bits" and fs.Z.dtype == np.uint8
+    assert np.array_equal(fs.Z.compute(), est.transform_bits(X))
+
+
+def test_write_features_runs_on_the_client_it_is_given(tmp_path, data):
+    from distributed import Client, LocalCluster, get_task_stream
+
+    X = da.from_array(data, chunks=(250, 12))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with get_task_stream(client) as stream:
+            write_features(X, _krp(), tmp_path / "f.zarr", client=client, progress=False)
+        assert len(stream.data) >= 4  # the four chunk tasks ran on its worker
