@@ -253,6 +253,8 @@ def test_transform_partition_of_sparse_and_dense_blocks(fmt, dtype):
     np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12,
                                atol=1e-5 if dtype == "float32" else 1e-12)
     assert np.array_equal(want, krp.transform(dense.astype(dtype)))
+    # the float64 sparse block is cast first: computed in dtype, not rounded afterwards
+    assert got.tobytes() == krp.transform(sp.csr_matrix(dense, dtype=dtype)).tobytes()
 
 
 def test_cached_projector_is_rebuilt_once_per_process_and_names_where_it_failed():
@@ -282,10 +284,11 @@ def test_cached_projector_is_rebuilt_once_per_process_and_names_where_it_failed(
             client.submit(_blockwise._cached_projector, bad, pure=False).result()
 
 
-@pytest.mark.parametrize(("configured", "expected"), [(None, 1), ("5", 2), ("1", 1)])
+@pytest.mark.parametrize(("configured", "threads", "expected"),
+                         [(None, 2, 1), ("5", 2, 2), ("1", 2, 1), ("5", 1, 5)])
 def test_task_threads_are_the_workers_share_over_its_threads(monkeypatch, configured,
-                                                              expected):
-    # DKRP_NUM_THREADS (the worker's share of the CPUs) over the worker's 2 task threads;
+                                                              threads, expected):
+    # DKRP_NUM_THREADS (the worker's share of the CPUs) over the worker's task threads;
     # without it one thread per task
     from distributed import Client, LocalCluster
 
@@ -295,9 +298,19 @@ def test_task_threads_are_the_workers_share_over_its_threads(monkeypatch, config
         monkeypatch.delenv("DKRP_NUM_THREADS", raising=False)
     else:
         monkeypatch.setenv("DKRP_NUM_THREADS", configured)
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+    with LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         assert client.submit(_task_threads, pure=False).result() == expected
+
+
+def test_map_block_without_block_info_is_the_first_block():
+    # dask passes block_info to every block; called without it, a block is partition 0
+    from dkrp._blockwise import _map_block
+    from dkrp._spec import spec_json
+
+    X = np.random.default_rng(8).standard_normal((5, 64))
+    krp = _krp()
+    assert np.array_equal(_map_block(X, spec_json(krp), "float64", (0,)), krp.transform(X))
 
 
 def test_fit_dask_messages_and_what_it_resets():

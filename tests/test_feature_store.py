@@ -352,6 +352,7 @@ def test_overwrite_through_a_symlink_replaces_the_real_store(tmp_path, data, cap
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.zarr", "real.zarr"]
     assert (f"removing {aside.absolute()}, a replaced store left by a killed run"
             in caplog.messages)
+    assert f"replaced {real.resolve()}" in caplog.messages
     clean = tmp_path / "clean" / "real.zarr"
     write_features(X, _krp(4), clean, progress=False)
     assert store_digest(real) == store_digest(clean)
@@ -455,3 +456,33 @@ def test_write_features_runs_on_the_client_it_is_given(tmp_path, data):
         with get_task_stream(client) as stream:
             write_features(X, _krp(), tmp_path / "f.zarr", client=client, progress=False)
         assert len(stream.data) >= 4  # the four chunk tasks ran on its worker
+
+
+def test_write_plan_labels_summary_and_checks(tmp_path, data, capsys, caplog):
+    from dkrp import read_features
+    from dkrp.feature_store import write_plan
+    from dkrp.feature_store.plan import overwrite_sibling
+
+    X = da.from_array(data, chunks=(250, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    plan = plan_features(X, krp, out, labels=np.arange(1000) % 7)
+    with pytest.raises(ValueError, match=r"^retries must be >= 0, got -1\.$"):
+        write_plan(plan, krp, retries=-1)
+    plan["seconds"] = 1000.0  # the planning time is counted in the run's
+    summary = write_plan(plan, krp)  # progress=True by default: a bar on stderr
+    assert "featurize" in capsys.readouterr().err
+    assert summary["seconds"] >= 1000.0 and summary["chunks_written"] == 4
+    Z, y = read_features(out)
+    assert np.array_equal(y, np.arange(1000) % 7) and Z.shape == (1000, 40)
+    again = write_plan(plan_features(X, krp, out), krp, progress=False)
+    assert again["path"] == str(out.absolute()) and again["chunks_written"] == 0
+    # a replacement left by another job is removed (and said so) before the new one
+    sibling = overwrite_sibling(out)
+    write_plan(plan_features(X, _krp(5), sibling), _krp(5), progress=False)
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.write"):
+        write_plan(plan_features(X, _krp(6), out, overwrite=True), _krp(6), progress=False)
+    assert (f"removing {sibling}, an unfinished replacement of another job"
+            in caplog.messages)
+    assert f"{sibling}: 4 of 4 chunks to write" in caplog.messages
+    assert open_features(out).projector().random_state == 6 and not sibling.exists()
