@@ -387,7 +387,7 @@ def test_prepare_input_refusals_are_whole_sentences():
 def test_featurize_joins_column_blocks_into_one():
     X = np.random.default_rng(6).standard_normal((90, 64))
     krp = _krp()
-    Xd = da.from_array(X, chunks=(30, 16))  # four column blocks
+    Xd = da.from_array(X, chunks=(30, 32))  # two column blocks
     Z = featurize(Xd, krp)
     assert Z.chunks == ((30, 30, 30), (96,))
     with dask.config.set(scheduler="synchronous"):
