@@ -223,6 +223,29 @@ def _npy_dataset(tmp_path, n=3000, d=12, chunk_rows=500):
     return tmp_path / "x.zarr", X
 
 
+def test_resume_with_another_chunk_rows_is_one_line_saying_what_to_do(tmp_path):
+    # a partial store begun with 300 rows per chunk; --chunk-rows 200 on the same job is
+    # refused before any cluster starts, naming the grid and the ways on
+    from dkrp.jobs import featurize_to_store
+    from dkrp.methods import make_projector
+
+    ds, _ = _npy_dataset(tmp_path, n=1000)
+    out = tmp_path / "f.zarr"
+    options = {"n_components": 40, "n_hyperplanes": 80, "random_state": 3}
+    featurize_to_store(ds, out, make_projector("krp", **options), chunk_rows=300,
+                       progress=False)
+    (out / "Z" / "c" / "2" / "0").unlink()  # as if killed before chunk 2
+    r = _run("featurize", ds, out, "--method", "krp", "--n-components", 40,
+             "--n-hyperplanes", 80, "--seed", 3, "--chunk-rows", 200, "--quiet")
+    assert r.exit_code == 1
+    assert r.output.count("\n") == 1 and "Traceback" not in r.output, r.output
+    assert r.output.startswith(f"Error: The feature store {out.absolute()} was started with "
+                               "300 rows per chunk, but --chunk-rows 200 was given")
+    assert "run again without --chunk-rows or with --chunk-rows 300" in r.output
+    assert "write to a new path (or pass --overwrite" in r.output
+    assert not (out / "Z" / "c" / "2" / "0").exists()
+
+
 def test_python_dash_m_dkrp(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}

@@ -6,6 +6,7 @@ The cluster-backed and kill tests are in test_reliability.py.
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import dask.array as da
@@ -237,7 +238,7 @@ def test_retries_and_failures_naming_the_partition_on_the_local_scheduler(tmp_pa
         write_features(X, _krp(), tmp_path / "x.zarr", progress=False, retries=-1)
 
 
-def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data):
+def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data, caplog):
     # zarr writes chunk files via "<chunk>.<uuid>.partial"; a SIGKILL can leave one
     bad = data.copy()
     bad[713, 2] = np.nan
@@ -247,8 +248,10 @@ def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data):
     stray = out / "Z" / "c" / "7" / "0.0123abcd.partial"
     stray.parent.mkdir(parents=True, exist_ok=True)
     stray.write_bytes(b"half a chunk")
-    write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.write"):
+        write_features(da.from_array(data, chunks=(100, 12)), _krp(), out, progress=False)
     assert not list(out.rglob("*.partial"))
+    assert f"removing {stray.absolute()}, left by a writer killed mid-write" in caplog.messages
     clean = tmp_path / "clean.zarr"
     write_features(da.from_array(data, chunks=(100, 12)), _krp(), clean, progress=False)
     assert store_digest(out) == store_digest(clean)
@@ -278,3 +281,208 @@ def test_resume_keeps_the_chunk_rows_recorded_in_the_store(tmp_path, data):
     assert chunk_files() == before
     assert open_features(out).Z.compute().tobytes() == np.vstack(
         [krp.transform(data[s:s + 300]) for s in range(0, 1000, 300)]).tobytes()
+
+
+def test_resume_with_another_explicit_chunk_rows_is_refused_naming_the_grid(tmp_path, data):
+    # an explicit chunk_rows that is not the grid a store was started on used to be
+    # ignored silently on resume; it is refused, saying the grid and what to do, and the
+    # store is left as it was; the same value, or none, resumes as before
+    from dkrp.feature_store import write_plan
+
+    X = da.from_array(data, chunks=(1000, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    write_plan(plan_features(X, krp, out, chunk_rows=300), krp, progress=False)
+    for partial in (False, True):
+        if partial:
+            (out / "Z" / "c" / "2" / "0").unlink()  # as if killed before chunk 2
+        before = store_digest(out)
+        with pytest.raises(FeatureStoreMismatchError) as info:
+            plan_features(X, krp, out, chunk_rows=200)
+        message = str(info.value)
+        assert message.startswith(f"The feature store {out.absolute()} was started with 300 "
+                                  "rows per chunk, but chunk_rows=200 (--chunk-rows 200) was "
+                                  "given")
+        assert "Nothing was changed" in message
+        assert "without chunk_rows (--chunk-rows) or with chunk_rows=300" in message
+        assert "write to a new path" in message
+        assert store_digest(out) == before
+        for rows in (None, 300):
+            plan = plan_features(X, krp, out, chunk_rows=rows)
+            assert plan["attrs"]["chunk_rows"] == 300 and plan["X"].chunks[0][0] == 300
+            assert plan["action"] == ("resume" if partial else "noop")
+            assert plan["missing"] == int(partial)
+    summary = write_plan(plan_features(X, krp, out, chunk_rows=300), krp, progress=False)
+    assert summary["chunks_written"] == 1 and summary["chunks_skipped"] == 3
+    # another run's store: every difference is named, the grid among them
+    with pytest.raises(FeatureStoreMismatchError,
+                       match=r"made by another run: seed \(random_state\): store 3, this run "
+                             r"4; rows per chunk: store 300, this run 200"):
+        plan_features(X, _krp(4), out, chunk_rows=200)
+    # overwrite=True builds the replacement on the grid asked for, discarding one that a
+    # killed overwrite run left on the old grid
+    from dkrp.feature_store.plan import overwrite_sibling
+
+    sibling = overwrite_sibling(out)
+    write_plan(plan_features(X, krp, sibling, chunk_rows=300), krp, progress=False)
+    plan = plan_features(X, krp, out, chunk_rows=200, overwrite=True)
+    assert plan["build_path"] == sibling and plan["replace"] and plan["action"] == "create"
+    assert plan["attrs"]["chunk_rows"] == 200 and plan["attrs"]["n_chunks"] == 5
+    write_plan(plan, krp, progress=False)
+    fs = open_features(out)
+    assert fs.attrs["chunk_rows"] == 200 and fs.Z.chunks[0] == (200,) * 5
+    assert fs.Z.compute().tobytes() == np.vstack(
+        [krp.transform(data[s:s + 200]) for s in range(0, 1000, 200)]).tobytes()
+
+
+def test_overwrite_through_a_symlink_replaces_the_real_store(tmp_path, data, caplog):
+    # the link keeps pointing at the real store, which is what gets replaced; a
+    # ".<name>.replaced" left by a run killed between the two renames is removed first
+    X = da.from_array(data, chunks=(100, 12))
+    real, link = tmp_path / "real.zarr", tmp_path / "link.zarr"
+    write_features(X, _krp(3), real, progress=False)
+    link.symlink_to(real, target_is_directory=True)
+    aside = tmp_path / ".real.zarr.replaced"
+    aside.mkdir()
+    (aside / "zarr.json").write_text("{}")
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.write"):
+        write_features(X, _krp(4), link, overwrite=True, progress=False)
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert open_features(real).projector().random_state == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.zarr", "real.zarr"]
+    assert (f"removing {aside.absolute()}, a replaced store left by a killed run"
+            in caplog.messages)
+    assert f"replaced {real.resolve()}" in caplog.messages
+    clean = tmp_path / "clean" / "real.zarr"
+    write_features(X, _krp(4), clean, progress=False)
+    assert store_digest(real) == store_digest(clean)
+
+
+# -- planning helpers (survivors of the mutation run over plan.py, tests/MUTATION.md) ----
+
+
+def test_regular_chunk_rows_is_the_grid_or_none():
+    from dkrp.feature_store.plan import _regular_chunk_rows
+
+    assert _regular_chunk_rows(()) is None
+    assert _regular_chunk_rows((100, 100, 50)) == 100
+    assert _regular_chunk_rows((100, 100)) == 100  # a full last chunk
+    assert _regular_chunk_rows((1, 1, 1)) == 1
+    for chunks in ((100, 50, 100), (100, 50, 50), (100, 150), (0,), (0, 0)):
+        assert _regular_chunk_rows(chunks) is None, chunks
+
+
+def test_choose_chunk_rows_in_whole_row_blocks():
+    from dkrp.feature_store.plan import TARGET_CHUNK_BYTES, choose_chunk_rows
+
+    assert TARGET_CHUNK_BYTES == 64 * 2**20
+    # 64 MiB / 100 B = 671088 rows, down to a multiple of 2048
+    assert choose_chunk_rows(10**6, 100) == 669696
+    assert choose_chunk_rows(10**6, 1000, 2_048_000) == 2048
+    assert choose_chunk_rows(10**6, 1000, 2_047_000) == 1536  # below 2048: of 512
+    assert choose_chunk_rows(10**6, 1000, 1_000_000) == 512
+    assert choose_chunk_rows(10**6, 1000, 511_999) == 511  # below 512: as many as fit
+    assert choose_chunk_rows(10**6, 1000, 999) == 1  # at least one row
+    assert choose_chunk_rows(300, 100) == 300  # never more than the input has
+    assert choose_chunk_rows(0, 100) == 1
+    assert choose_chunk_rows(10**9, 0, 5000) == 4096  # a zero row size counts as 1 byte
+
+
+def test_task_memory_and_new_chunk_rows():
+    from dkrp.feature_store.plan import new_chunk_rows, task_memory
+
+    # input block and its cast (3 x (8 + 4) B per row), three output blocks (3 x 5 x 4 B)
+    assert task_memory(10, 3, 8, 5, 4) == 10 * 3 * 12 + 3 * 10 * 5 * 4
+    assert task_memory(10, 3, 8, 5, 4, model_bytes=7) == 967
+    X = da.zeros((1000, 12), chunks=(300, 12))
+    assert new_chunk_rows(X, 320, chunk_rows=1) == 1
+    assert new_chunk_rows(X, 320) is None  # the input's chunks fit: kept
+    assert new_chunk_rows(X, 320, max_chunk_bytes=300 * 320) is None
+    assert new_chunk_rows(X, 320, max_chunk_bytes=300 * 320 - 1) == 299
+
+
+def test_output_that_is_inside_or_holds_the_input_is_refused(tmp_path):
+    from dkrp.feature_store.plan import check_output_path
+
+    src = tmp_path / "in.zarr"
+    src.mkdir()
+    for out, what in ((src, "is the input"), (src / "f.zarr", "is inside the input"),
+                      (tmp_path, "contains the input")):
+        with pytest.raises(FeatureStoreError, match=(
+                rf"^The output {out} {what} {src}: featurize never writes over its own "
+                r"input\. Nothing was changed; choose another output path\.$")):
+            check_output_path(out, input_path=src)
+    check_output_path(tmp_path / "beside.zarr", input_path=src)
+
+
+def test_write_features_passes_its_options_to_the_plan(tmp_path, data):
+    X = da.from_array(data, chunks=(500, 12))
+    krp = _krp()
+    out = tmp_path / "a.zarr"
+    write_features(X, krp, out, progress=False, source={"path": "/data/x.npy", "n": 1},
+                   store_dtype="float32", compressor="zstd")
+    fs = open_features(out)
+    assert fs.attrs["input"]["source_path"] == "/data/x.npy"
+    assert fs.attrs["compressor"] == "zstd" and fs.Z.dtype == np.float32
+    fingerprint = dict(fs.attrs["input"], source_path="/elsewhere/x.npy")
+    other = tmp_path / "b.zarr"
+    write_features(X, krp, other, progress=False, fingerprint=fingerprint)
+    assert open_features(other).attrs["input"] == fingerprint
+    # retries are checked before the store is: a bad value is named even here
+    with pytest.raises(ValueError, match=r"^retries must be >= 0, got -1\.$"):
+        write_features(X, _krp(9), out, progress=False, retries=-1)
+
+
+def test_write_features_bits_and_progress_bar(tmp_path, capsys):
+    from dkrp import SignProductEmbedding
+
+    X = np.random.default_rng(1).standard_normal((300, 6))
+    est = SignProductEmbedding(n_components=20, random_state=2).fit(X)
+    out = tmp_path / "bits.zarr"
+    write_features(da.from_array(X, chunks=(100, 6)), est, out, bits=True)  # progress=True
+    assert "featurize" in capsys.readouterr().err  # the tqdm bar, on stderr
+    fs = open_features(out)
+    assert fs.encoding == "bits" and fs.Z.dtype == np.uint8
+    assert np.array_equal(fs.Z.compute(), est.transform_bits(X))
+
+
+def test_write_features_runs_on_the_client_it_is_given(tmp_path, data):
+    from distributed import Client, LocalCluster, get_task_stream
+
+    X = da.from_array(data, chunks=(250, 12))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with get_task_stream(client) as stream:
+            write_features(X, _krp(), tmp_path / "f.zarr", client=client, progress=False)
+        assert len(stream.data) >= 4  # the four chunk tasks ran on its worker
+
+
+def test_write_plan_labels_summary_and_checks(tmp_path, data, capsys, caplog):
+    from dkrp import read_features
+    from dkrp.feature_store import write_plan
+    from dkrp.feature_store.plan import overwrite_sibling
+
+    X = da.from_array(data, chunks=(250, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    plan = plan_features(X, krp, out, labels=np.arange(1000) % 7)
+    with pytest.raises(ValueError, match=r"^retries must be >= 0, got -1\.$"):
+        write_plan(plan, krp, retries=-1)
+    plan["seconds"] = 1000.0  # the planning time is counted in the run's
+    summary = write_plan(plan, krp)  # progress=True by default: a bar on stderr
+    assert "featurize" in capsys.readouterr().err
+    assert summary["seconds"] >= 1000.0 and summary["chunks_written"] == 4
+    Z, y = read_features(out)
+    assert np.array_equal(y, np.arange(1000) % 7) and Z.shape == (1000, 40)
+    again = write_plan(plan_features(X, krp, out), krp, progress=False)
+    assert again["path"] == str(out.absolute()) and again["chunks_written"] == 0
+    # a replacement left by another job is removed (and said so) before the new one
+    sibling = overwrite_sibling(out)
+    write_plan(plan_features(X, _krp(5), sibling), _krp(5), progress=False)
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.write"):
+        write_plan(plan_features(X, _krp(6), out, overwrite=True), _krp(6), progress=False)
+    assert (f"removing {sibling}, an unfinished replacement of another job"
+            in caplog.messages)
+    assert f"{sibling}: 4 of 4 chunks to write" in caplog.messages
+    assert open_features(out).projector().random_state == 6 and not sibling.exists()

@@ -36,6 +36,9 @@ _CLI_WORDING = [
     (re.compile(r"drop_columns="), "--drop-column"),
     (re.compile(r"label_column="), "--label-column "),
     (re.compile(r"\bn_features=(\d+)"), r"--n-features \1"),
+    (re.compile(r"chunk_rows=(\d+) \(--chunk-rows \d+\)"), r"--chunk-rows \1"),
+    (re.compile(r"chunk_rows \(--chunk-rows\)"), "--chunk-rows"),
+    (re.compile(r"with chunk_rows=(\d+)"), r"with --chunk-rows \1"),
     (re.compile(r", or pass allow_incomplete=True to (inspect|open) it( anyway)?"),
      " (dkrp info shows how far it got)"),
 ]

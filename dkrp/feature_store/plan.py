@@ -214,7 +214,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     The rows per output chunk of a new store: ``chunk_rows`` when given; else the
     input's row chunks when their output fits ``max_chunk_bytes`` (default
     :data:`TARGET_CHUNK_BYTES`), else :func:`choose_chunk_rows` (the input is
-    rechunked to match). An existing store keeps its chunk grid.
+    rechunked to match). An existing store keeps its chunk grid: resuming it with
+    another explicit ``chunk_rows`` is refused (with ``overwrite=True`` its replacement
+    is built on the grid asked for).
 
     ``labels`` (array-like of ``n_samples`` values, e.g. a dataset store's ``y``) are
     stored beside the features as array ``y`` when the plan is carried out; nothing
@@ -269,13 +271,29 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
             old = None
         rows = int(old.get("chunk_rows", 0)) if old is not None else new_rows
-        aligned, rows = _align_rows(X, rows or None)
+        # an explicit chunk_rows that is not the store's grid cannot resume it: refused
+        # below (or, with overwrite, the replacement gets the grid asked for)
+        regrid = old is not None and chunk_rows is not None and rows != new_rows
+        aligned, rows = _align_rows(X, (new_rows if regrid else rows) or None)
         attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint,
                                 **options)
-        return old, aligned, attrs, (_mismatches(old, attrs) if old is not None else [])
+        problems = _mismatches(old, attrs) if old is not None else []
+        if regrid:
+            problems.append(_chunk_rows_problem(int(old.get("chunk_rows", 0)), new_rows))
+        return old, aligned, attrs, problems
 
     build, replace = path, False
     old, aligned, attrs, problems = compare(path)
+    started = int(old.get("chunk_rows", 0)) if old is not None else None
+    if not overwrite and problems == [_chunk_rows_problem(started, new_rows)]:
+        raise FeatureStoreMismatchError(
+            f"The feature store {path} was started with {started} rows per chunk, but "
+            f"chunk_rows={new_rows} (--chunk-rows {new_rows}) was given; a store keeps the "
+            "chunk grid it was started with. Nothing was changed. To resume it, run again "
+            f"without chunk_rows (--chunk-rows) or with chunk_rows={started}; for "
+            f"{new_rows} rows per chunk, write to a new path (or pass overwrite=True "
+            "(--overwrite) to build the new store beside it and replace it once complete)."
+        )
     if problems and not overwrite:
         raise FeatureStoreMismatchError(
             f"The feature store {path} was made by another run: "
@@ -317,6 +335,11 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             "attrs": attrs, "X": aligned, "dtype": out_dtype, "store": store,
             "missing": missing,
             "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
+
+
+def _chunk_rows_problem(started, asked) -> str:
+    """The mismatch of an explicit ``chunk_rows`` with the grid a store was started on."""
+    return f"rows per chunk: store {started}, this run {asked}"
 
 
 def model_bytes(projector) -> int:
