@@ -15,6 +15,7 @@ mean distance distortion over several pool draws (single draws vary from about
 
 import numpy as np
 import pytest
+from conftest import peak_allocation
 
 import dkrp
 from dkrp.kernels import kernel_diagonal, kernel_matrix
@@ -343,3 +344,35 @@ def test_krp_projects_float32_blocks_in_float32():
     krp.fit(X)
     assert krp._project_block(X, X.dtype).dtype == np.float32
     assert krp._project_block(X.astype(np.float64), np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("pool, d", [("iid", 20), ("structured", 20), ("structured", 300)])
+def test_krp_project_block_writes_into_the_out_it_is_given(pool, d):
+    # the GEMM (or the FWHT of the structured pool) writes into ``out`` and returns
+    # it: the same bits as without ``out``, and no new array
+    X = np.random.default_rng(7).standard_normal((40, d))
+    krp = dkrp.PolynomialRandomProjection(n_components=30, n_hyperplanes=512, pool=pool,
+                                          random_state=2).fit(X)
+    assert krp.uses_fwht_ == (d == 300)
+    for dtype in (np.float32, np.float64):
+        Xd = X.astype(dtype)
+        out = np.full((40, 512), np.nan, dtype=dtype)
+        assert krp._project_block(Xd, dtype, out=out) is out
+        assert out.tobytes() == krp._project_block(Xd, dtype).tobytes()
+
+
+def test_krp_transform_allocates_no_projection_block_per_row_block():
+    # p = 4096 hyperplanes: one 512-row block of float64 projections is 16 MiB, against
+    # a 0.3 MiB output; numpy reports its allocations to tracemalloc
+    from dkrp._threading import limit_threads
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8 * 512, 20))
+    krp = dkrp.PolynomialRandomProjection(n_components=10, n_hyperplanes=4096,
+                                          random_state=0).fit(X)
+    block_bytes = 512 * 4096 * 8
+    with limit_threads(1):  # this thread runs every block, so its work array serves all
+        first = krp.transform(X)  # builds the caches and the work array
+        second, peak = peak_allocation(lambda: krp.transform(X))
+    assert np.array_equal(first, second)
+    assert peak < block_bytes / 4, f"{peak} bytes at peak: a projection block was allocated"
