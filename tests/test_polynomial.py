@@ -376,3 +376,28 @@ def test_krp_transform_allocates_no_projection_block_per_row_block():
         second, peak = peak_allocation(lambda: krp.transform(X))
     assert np.array_equal(first, second)
     assert peak < block_bytes / 4, f"{peak} bytes at peak: a projection block was allocated"
+
+
+@pytest.mark.parametrize("degree, n_terms", [(2, 3), (3, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_krp_transform_is_computed_in_the_input_dtype_bit_for_bit(dtype, degree, n_terms):
+    # eq. (13) in the input's dtype, in the compiled gather's order (a product's
+    # factors left to right, terms added in index order from 0, then one multiply by
+    # the scale in float64, rounded to the dtype): a float32 input gets a float32 GEMM
+    # and float32 products, not float64 ones rounded at the end
+    X = np.random.default_rng(11).standard_normal((40, 6)).astype(dtype)
+    k, p = 20, 64
+    krp = dkrp.PolynomialRandomProjection(degree=degree, n_terms=n_terms, n_components=k,
+                                          n_hyperplanes=p, random_state=5).fit(X)
+    P = X @ krp.hyperplanes_.astype(dtype).T
+    assert P.dtype == dtype
+    acc = np.zeros((len(X), k), dtype=dtype)
+    for term in range(n_terms):
+        rows = krp.hyperplane_indices_[:, term * degree:(term + 1) * degree]
+        prod = P[:, rows[:, 0]]
+        for j in range(1, degree):
+            prod = prod * P[:, rows[:, j]]
+        acc = acc + prod
+    expected = (acc.astype(np.float64) * (1.0 / np.sqrt(n_terms * k))).astype(dtype)
+    Z = krp.transform(X)
+    assert Z.dtype == dtype and Z.tobytes() == expected.tobytes()
