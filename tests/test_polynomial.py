@@ -13,8 +13,11 @@ mean distance distortion over several pool draws (single draws vary from about
 0.06 to 0.09, so one seed is never judged alone).
 """
 
+import re
+
 import numpy as np
 import pytest
+from conftest import peak_allocation
 
 import dkrp
 from dkrp.kernels import kernel_diagonal, kernel_matrix
@@ -343,3 +346,154 @@ def test_krp_projects_float32_blocks_in_float32():
     krp.fit(X)
     assert krp._project_block(X, X.dtype).dtype == np.float32
     assert krp._project_block(X.astype(np.float64), np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("pool, d", [("iid", 20), ("structured", 20), ("structured", 300)])
+def test_krp_project_block_writes_into_the_out_it_is_given(pool, d):
+    # the GEMM (or the FWHT of the structured pool) writes into ``out`` and returns
+    # it: the same bits as without ``out``, and no new array
+    X = np.random.default_rng(7).standard_normal((40, d))
+    krp = dkrp.PolynomialRandomProjection(n_components=30, n_hyperplanes=512, pool=pool,
+                                          random_state=2).fit(X)
+    assert krp.uses_fwht_ == (d == 300)
+    for dtype in (np.float32, np.float64):
+        Xd = X.astype(dtype)
+        out = np.full((40, 512), np.nan, dtype=dtype)
+        assert krp._project_block(Xd, dtype, out=out) is out
+        assert out.tobytes() == krp._project_block(Xd, dtype).tobytes()
+
+
+def test_krp_transform_allocates_no_projection_block_per_row_block():
+    # p = 4096 hyperplanes: one 512-row block of float64 projections is 16 MiB, against
+    # a 0.3 MiB output; numpy reports its allocations to tracemalloc
+    from dkrp._threading import limit_threads
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8 * 512, 20))
+    krp = dkrp.PolynomialRandomProjection(n_components=10, n_hyperplanes=4096,
+                                          random_state=0).fit(X)
+    block_bytes = 512 * 4096 * 8
+    with limit_threads(1):  # this thread runs every block, so its work array serves all
+        first = krp.transform(X)  # builds the caches and the work array
+        second, peak = peak_allocation(lambda: krp.transform(X))
+    assert np.array_equal(first, second)
+    assert peak < block_bytes / 4, f"{peak} bytes at peak: a projection block was allocated"
+
+
+@pytest.mark.parametrize("degree, n_terms", [(2, 3), (3, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_krp_transform_is_computed_in_the_input_dtype_bit_for_bit(dtype, degree, n_terms):
+    # eq. (13) in the input's dtype, in the compiled gather's order (a product's
+    # factors left to right, terms added in index order from 0, then one multiply by
+    # the scale in float64, rounded to the dtype): a float32 input gets a float32 GEMM
+    # and float32 products, not float64 ones rounded at the end
+    X = np.random.default_rng(11).standard_normal((40, 6)).astype(dtype)
+    k, p = 20, 64
+    krp = dkrp.PolynomialRandomProjection(degree=degree, n_terms=n_terms, n_components=k,
+                                          n_hyperplanes=p, random_state=5).fit(X)
+    P = X @ krp.hyperplanes_.astype(dtype).T
+    assert P.dtype == dtype
+    acc = np.zeros((len(X), k), dtype=dtype)
+    for term in range(n_terms):
+        rows = krp.hyperplane_indices_[:, term * degree:(term + 1) * degree]
+        prod = P[:, rows[:, 0]]
+        for j in range(1, degree):
+            prod = prod * P[:, rows[:, j]]
+        acc = acc + prod
+    expected = (acc.astype(np.float64) * (1.0 / np.sqrt(n_terms * k))).astype(dtype)
+    Z = krp.transform(X)
+    assert Z.dtype == dtype and Z.tobytes() == expected.tobytes()
+
+
+# -- KRP parameters and fitted attributes (written for the survivors of a mutation run,
+#    tests/MUTATION.md) ------------------------------------------------------------------
+
+
+def test_krp_default_parameters_and_fitted_attributes():
+    assert dkrp.PolynomialRandomProjection().get_params() == {
+        "degree": 2, "n_components": 100, "n_hyperplanes": 1000, "n_terms": 1,
+        "distribution": "gaussian", "density": "auto", "pool": "iid",
+        "index_design": "random", "random_state": None,
+    }
+    for pool in ("iid", "orthogonal", "tight_frame"):
+        krp = dkrp.PolynomialRandomProjection(n_components=6, n_hyperplanes=8, pool=pool,
+                                              random_state=0).fit_n_features(3)
+        assert krp.n_components_ == 6 and krp.density_ == 1.0
+        assert krp.uses_fwht_ is False and krp.hyperplanes_.shape == (8, 3)
+        assert krp.hyperplane_indices_.shape == (6, 2)
+    sparse = dkrp.PolynomialRandomProjection(distribution="achlioptas", random_state=0)
+    assert sparse.fit_n_features(16).density_ == 0.25  # "auto" is 1 / sqrt(d)
+    sparse.set_params(density=0.5)
+    assert sparse.fit_n_features(16).density_ == 0.5
+
+
+@pytest.mark.parametrize(
+    "params, n_features, message",
+    [
+        ({"degree": 0}, 3, "degree must be >= 1, got 0."),
+        ({"degree": 2.5}, 3, "degree must be an integer, got 2.5 of type float."),
+        ({"n_components": 0}, 3, "n_components must be >= 1, got 0."),
+        ({"n_components": 2.5}, 3, "n_components must be an integer, got 2.5 of type float."),
+        ({"n_hyperplanes": 0}, 3, "n_hyperplanes must be >= 1, got 0."),
+        ({"n_hyperplanes": 2.5}, 3,
+         "n_hyperplanes must be an integer, got 2.5 of type float."),
+        ({"n_terms": 0}, 3, "n_terms must be >= 1, got 0."),
+        ({"n_terms": 2.5}, 3, "n_terms must be an integer, got 2.5 of type float."),
+        ({"distribution": "uniform"}, 3,
+         "distribution must be one of 'gaussian', 'achlioptas'; got 'uniform'."),
+        ({"pool": "hadamard"}, 3,
+         "pool must be one of 'iid', 'orthogonal', 'tight_frame', 'structured'; "
+         "got 'hadamard'."),
+        ({"index_design": "greedy"}, 3,
+         "index_design must be one of 'random', 'balanced'; got 'greedy'."),
+        ({"pool": "orthogonal", "distribution": "achlioptas"}, 3,
+         "pool='orthogonal' builds its own Gaussian-based rows; "
+         "distribution='achlioptas' applies to pool='iid' only."),
+        ({"pool": "structured", "n_hyperplanes": 1}, 2**17 + 1,
+         "pool='structured' supports at most 2**17 = 131072 features (exact "
+         "materialisation), got n_features = 131073."),
+        ({"degree": 3, "n_terms": 2, "n_hyperplanes": 5}, 3,
+         "degree * n_terms must not exceed n_hyperplanes: each component uses "
+         "degree * n_terms = 6 distinct pool hyperplanes, but n_hyperplanes = 5."),
+        ({"distribution": "achlioptas", "density": 0.0}, 3, "density must be > 0.0, got 0.0."),
+    ],
+)
+def test_krp_refuses_bad_parameters_with_their_message(params, n_features, message):
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        dkrp.PolynomialRandomProjection(**params)._resolve_params(n_features)
+
+
+@pytest.mark.parametrize(
+    "params, n_features",
+    [
+        ({"degree": 1, "n_components": 1, "n_hyperplanes": 1, "n_terms": 1}, 3),
+        ({"degree": 3, "n_terms": 2, "n_hyperplanes": 6}, 3),  # g t = p: every row once
+        ({"pool": "structured", "n_hyperplanes": 2}, 2**17),  # the limit is inclusive
+        ({"pool": "iid", "n_hyperplanes": 2}, 2**17 + 1),  # only the structured pool has one
+        ({"pool": "tight_frame", "distribution": "gaussian"}, 3),
+    ],
+)
+def test_krp_accepts_parameters_at_their_limits(params, n_features):
+    # Checked on the parameters alone: no pool of 2**17 columns is drawn.
+    dkrp.PolynomialRandomProjection(**params)._resolve_params(n_features)
+
+
+@pytest.mark.parametrize("d, fwht", [(20, False), (300, True)])
+def test_krp_structured_pool_attributes_and_state(d, fwht):
+    # FWHT for d = 300 (p = 512): no materialised pool; GEMM for d = 20: the pool is
+    # materialised from the signs, and saved with them
+    from dkrp.features._pools import structured_pool, structured_signs
+
+    krp = dkrp.PolynomialRandomProjection(n_components=10, n_hyperplanes=512,
+                                          pool="structured", random_state=3).fit_n_features(d)
+    assert krp.uses_fwht_ is fwht and krp.n_components_ == 10
+    signs = structured_signs(krp.seed_, 512, d)
+    assert np.array_equal(krp.pool_signs_, signs)
+    if fwht:
+        assert krp.hyperplanes_ is None
+        assert set(krp._state_arrays()) == {"signs", "indices"}
+    else:
+        assert np.array_equal(krp.hyperplanes_, structured_pool(signs, 512, d))
+        assert set(krp._state_arrays()) == {"signs", "indices", "hyperplanes"}
+    assert krp._state_arrays()["signs"] is krp.pool_signs_
+    assert krp._state_arrays()["indices"] is krp.hyperplane_indices_
