@@ -135,6 +135,16 @@ def peak_allocation(func):
     return result, peak
 
 
+def assert_projects_into_out(estimator, X, n_projections):
+    """``estimator._project_block`` writes into the ``out`` it is given (and returns it),
+    with the bits it computes without ``out``, in float32 and float64."""
+    for dtype in (np.float32, np.float64):
+        Xd = X.astype(dtype)
+        out = np.full((X.shape[0], n_projections), np.nan, dtype=dtype)
+        assert estimator._project_block(Xd, dtype, out=out) is out
+        assert out.tobytes() == estimator._project_block(Xd, dtype).tobytes()
+
+
 def stop_processes(procs, logs=()):
     """Terminate real scheduler/worker subprocesses (last started first), then close logs."""
     for p in reversed(procs):

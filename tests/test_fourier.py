@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import peak_allocation
+from conftest import assert_projects_into_out, peak_allocation
 
 import dkrp
 from dkrp.kernels import kernel_matrix
@@ -342,11 +342,7 @@ def test_rff_project_block_writes_into_the_out_it_is_given(pool, d):
     rff = dkrp.RandomFourierFeatures(gamma=0.03, n_components=512, pool=pool,
                                      random_state=2).fit(X)
     assert rff.uses_fwht_ == (pool == "structured")
-    for dtype in (np.float32, np.float64):
-        Xd = X.astype(dtype)
-        out = np.full((40, 512), np.nan, dtype=dtype)
-        assert rff._project_block(Xd, dtype, out=out) is out
-        assert out.tobytes() == rff._project_block(Xd, dtype).tobytes()
+    assert_projects_into_out(rff, X, 512)
 
 
 def test_rff_cos_map_projects_into_its_own_output():

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import peak_allocation
+from conftest import assert_projects_into_out, peak_allocation
 
 import dkrp
 from dkrp.kernels import kernel_diagonal, kernel_matrix
@@ -356,11 +356,7 @@ def test_krp_project_block_writes_into_the_out_it_is_given(pool, d):
     krp = dkrp.PolynomialRandomProjection(n_components=30, n_hyperplanes=512, pool=pool,
                                           random_state=2).fit(X)
     assert krp.uses_fwht_ == (d == 300)
-    for dtype in (np.float32, np.float64):
-        Xd = X.astype(dtype)
-        out = np.full((40, 512), np.nan, dtype=dtype)
-        assert krp._project_block(Xd, dtype, out=out) is out
-        assert out.tobytes() == krp._project_block(Xd, dtype).tobytes()
+    assert_projects_into_out(krp, X, 512)
 
 
 def test_krp_transform_allocates_no_projection_block_per_row_block():

@@ -128,14 +128,19 @@ print(h.hexdigest())
 """
 
 
-def test_same_surrogate_and_features_in_two_processes():
+def _outputs_of_two_processes(code):
+    """What ``code`` prints, run in two fresh interpreters that import this checkout."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    digests = [
-        subprocess.run([sys.executable, "-c", _DIGEST], env=env, capture_output=True,
+    return [
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                        text=True, timeout=300, check=True).stdout.strip()
         for _ in range(2)
     ]
+
+
+def test_same_surrogate_and_features_in_two_processes():
+    digests = _outputs_of_two_processes(_DIGEST)
     assert digests[0] == digests[1] and len(digests[0]) == 64
     # and this process agrees (the surrogate fit is not seeded by anything external)
     X = np.random.default_rng(3).standard_normal((40, 64))
@@ -371,13 +376,7 @@ print(fit.restarts, hashlib.sha256(np.asarray(fit.sigma + fit.coef).tobytes()).h
 def test_shell_start_fit_is_the_same_in_two_processes():
     # version 3's shell starts (NNLS, least squares, L-BFGS) are part of the seed
     # contract: the same (d, p, a, N) gives the same surrogate bit for bit anywhere
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    digests = [
-        subprocess.run([sys.executable, "-c", _SHELL_DIGEST], env=env, capture_output=True,
-                       text=True, timeout=300, check=True).stdout.strip()
-        for _ in range(2)
-    ]
+    digests = _outputs_of_two_processes(_SHELL_DIGEST)
     assert digests[0] == digests[1]
     fit = _srf_fit.fit_surrogate(16, 7, 4.0, 10, version=3)
     assert fit.restarts > _srf_fit.N_RESTARTS  # the shell starts ran
