@@ -97,10 +97,13 @@ def start_local_cluster(
         threads_per_worker=threads_per_worker,
         memory_limit=memory_limit,
         processes=processes,
-        host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
         worker_dashboard_address="127.0.0.1:0",
     )
+    if processes:
+        # workers in this process talk over distributed's in-process transport
+        # (inproc://), which listens on no socket and takes no host
+        options["host"] = "127.0.0.1"
     if processes:
         env = dict(kwargs.pop("env", None) or {})
         env.setdefault("DKRP_NUM_THREADS", str(share))

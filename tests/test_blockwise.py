@@ -260,11 +260,12 @@ def test_transform_partition_of_sparse_and_dense_blocks(fmt, dtype):
 def test_cached_projector_is_rebuilt_once_per_process_and_names_where_it_failed():
     import os
 
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from dkrp import _blockwise
     from dkrp._spec import spec_json
     from dkrp.errors import SpecError
+    from dkrp.parallel import start_local_cluster
 
     krp = _krp()
     text = spec_json(krp)
@@ -276,8 +277,8 @@ def test_cached_projector_is_rebuilt_once_per_process_and_names_where_it_failed(
         _blockwise._cached_projector(bad)
     assert _blockwise._worker_address() is None
     # in a worker (a real LocalCluster, its workers in this process): the worker is named
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
+            Client(cluster) as client:
         (address,) = client.scheduler_info()["workers"]
         assert client.submit(_blockwise._worker_address, pure=False).result() == address
         with pytest.raises(SpecError, match=rf"^On worker {address}: \S"):
@@ -290,16 +291,17 @@ def test_task_threads_are_the_workers_share_over_its_threads(monkeypatch, config
                                                               threads, expected):
     # DKRP_NUM_THREADS (the worker's share of the CPUs) over the worker's task threads;
     # without it one thread per task
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from dkrp._blockwise import _task_threads
+    from dkrp.parallel import start_local_cluster
 
     if configured is None:
         monkeypatch.delenv("DKRP_NUM_THREADS", raising=False)
     else:
         monkeypatch.setenv("DKRP_NUM_THREADS", configured)
-    with LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with start_local_cluster(n_workers=1, threads_per_worker=threads,
+                             processes=False) as cluster, Client(cluster) as client:
         assert client.submit(_task_threads, pure=False).result() == expected
 
 

@@ -447,11 +447,12 @@ def test_write_features_bits_and_progress_bar(tmp_path, capsys):
 
 
 def test_write_features_runs_on_the_client_it_is_given(tmp_path, data):
-    from distributed import Client, LocalCluster, get_task_stream
+    from distributed import Client, get_task_stream
+
+    from dkrp.parallel import start_local_cluster
 
     X = da.from_array(data, chunks=(250, 12))
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, \
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
             Client(cluster, set_as_default=False) as client:
         with get_task_stream(client) as stream:
             write_features(X, _krp(), tmp_path / "f.zarr", client=client, progress=False)

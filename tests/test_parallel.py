@@ -195,3 +195,19 @@ def test_plain_local_cluster_task_uses_its_workers_share(monkeypatch):
                                  for w in workers])
         client.run(_set_dkrp_threads, None)
         assert budgets == [2, 2]
+
+
+def test_in_process_cluster_starts_and_binds_its_dashboards_to_loopback():
+    # processes=False: workers in this process over distributed's inproc:// transport,
+    # which takes no host (passing 127.0.0.1 to it failed to start); the dashboards,
+    # which do listen, stay on 127.0.0.1
+    import psutil
+    from distributed import Client
+
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster) as client:
+        assert cluster.scheduler.address.startswith("inproc://")
+        assert client.submit(int, "7", pure=False).result() == 7
+        listening = {c.laddr.ip for c in psutil.Process().net_connections(kind="inet")
+                     if c.status == psutil.CONN_LISTEN}
+        assert listening <= {"127.0.0.1"}
