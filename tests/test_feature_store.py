@@ -486,3 +486,17 @@ def test_write_plan_labels_summary_and_checks(tmp_path, data, capsys, caplog):
             in caplog.messages)
     assert f"{sibling}: 4 of 4 chunks to write" in caplog.messages
     assert open_features(out).projector().random_state == 6 and not sibling.exists()
+
+
+def test_write_plan_does_not_retry_by_default(tmp_path, data):
+    # write_plan's own default retries=0 (write_features passes its own): a partition
+    # that fails once is reported after 1 attempt, and the store stays incomplete
+    from dkrp.feature_store import PartitionError, write_plan
+
+    X = da.from_array(data, chunks=(100, 12))
+    faulty = _faulty(data, tmp_path / "state")
+    out = tmp_path / "f.zarr"
+    with pytest.raises(PartitionError, match=r"^Partition 3 \(rows 300\.\.399\) failed after 1 "
+                       r"attempt: OSError"):
+        write_plan(plan_features(X, faulty, out), faulty, progress=False)
+    assert zarr.open_group(str(out), mode="r").attrs["complete"] is False
