@@ -500,3 +500,48 @@ def test_write_plan_does_not_retry_by_default(tmp_path, data):
                        r"attempt: OSError"):
         write_plan(plan_features(X, faulty, out), faulty, progress=False)
     assert zarr.open_group(str(out), mode="r").attrs["complete"] is False
+
+
+def test_write_plan_summary_is_the_stores_own_numbers(tmp_path, data):
+    # every key of the summary, for a float store (stored in another dtype than it is
+    # computed in), a bit store and a legacy store without an "encoding" attribute
+    import json
+    import shutil
+    import time
+
+    import dkrp
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store import write_plan
+    from dkrp.io import open_dataset
+
+    X = da.from_array(data, chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    plan = plan_features(X, _krp(), out, store_dtype="float32")
+    plan["seconds"] = 0.0
+    before = time.perf_counter()
+    summary = write_plan(plan, _krp(), progress=False)
+    elapsed = time.perf_counter() - before
+    assert 0 < summary["seconds"] <= elapsed  # the run's own seconds, measured once
+    assert summary["rows_per_second"] == 1000 / summary["seconds"]
+    del summary["seconds"], summary["rows_per_second"]
+    assert summary == {"path": str(out.absolute()), "rows": 1000, "n_components": 40,
+                       "dtype": "float32", "encoding": "float", "chunks_written": 4,
+                       "chunks_skipped": 0, "n_chunks": 4}
+
+    spe = SignProductEmbedding(n_components=20, random_state=2).fit(data)
+    bits = write_features(X, spe, tmp_path / "b.zarr", bits=True, progress=False)
+    assert (bits["encoding"], bits["dtype"], bits["n_components"]) == ("bits", "uint8", 20)
+
+    fixtures = Path(__file__).parent / "fixtures" / "v0_1_0"
+    store = tmp_path / "legacy.zarr"
+    shutil.copytree(fixtures / "features.zarr", store)
+    krp = dkrp.from_spec(json.loads((fixtures / "krp.spec.json").read_text()))
+    plan = plan_features(open_dataset(fixtures / "dataset.zarr").X, krp, store)
+    assert plan["action"] == "noop"
+    plan["seconds"] = 0.0
+    before = time.perf_counter()
+    noop = write_plan(plan, krp, progress=False)
+    assert 0 < noop["seconds"] <= time.perf_counter() - before
+    assert noop["rows_per_second"] == noop["rows"] / noop["seconds"]  # taken: microseconds
+    assert (noop["encoding"], noop["chunks_written"], noop["chunks_skipped"]) == (
+        "float", 0, noop["n_chunks"])
