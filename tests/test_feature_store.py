@@ -545,3 +545,105 @@ def test_write_plan_summary_is_the_stores_own_numbers(tmp_path, data):
     assert noop["rows_per_second"] == noop["rows"] / noop["seconds"]  # taken: microseconds
     assert (noop["encoding"], noop["chunks_written"], noop["chunks_skipped"]) == (
         "float", 0, noop["n_chunks"])
+
+
+def test_new_chunk_rows_of_irregular_input_and_align_rows(caplog):
+    from dkrp.feature_store.plan import _align_rows, new_chunk_rows
+
+    # irregular blocks: the largest block's output is what must fit
+    X = da.zeros((1000, 12), chunks=((100, 400, 300, 200), (12,)))
+    assert new_chunk_rows(X, 320, max_chunk_bytes=400 * 320) is None
+    assert new_chunk_rows(X, 320, max_chunk_bytes=400 * 320 - 1) == 399
+    assert new_chunk_rows(X, 1, max_chunk_bytes=400) is None  # bytes, not rows / bytes
+
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        Y, rows = _align_rows(X)  # the largest block's rows, on a regular grid
+    assert (rows, Y.chunks) == (400, ((400, 400, 200), (12,)))
+    assert caplog.messages == ["rechunking input rows (100, 400, 300, 200) -> 400 to align "
+                               "with the output chunks"]
+    assert np.array_equal(Y.compute(), X.compute())
+    caplog.clear()
+    regular = da.zeros((1000, 12), chunks=(300, 12))
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        same, rows = _align_rows(regular)
+        assert same is regular and rows == 300  # already on a grid: the same array
+        Y, rows = _align_rows(regular, chunk_rows=250)
+        assert (rows, Y.chunks[0]) == (250, (250,) * 4)  # no short last chunk
+        Y, rows = _align_rows(regular, chunk_rows=0)
+        assert (rows, Y.chunks[0]) == (1, (1,) * 1000)  # at least one row
+    assert caplog.messages == ["rechunking input rows (300, 300, 300, 100) -> 250 to align "
+                               "with the output chunks",
+                               "rechunking input rows (300, 300, 300, 100) -> 1 to align "
+                               "with the output chunks"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        six = da.zeros((1000, 12), chunks=((100,) * 5 + (50,) * 10, (12,)))
+        _align_rows(six)
+        empty = da.zeros((0, 12), chunks=(5, 12))
+        same, rows = _align_rows(empty)
+        assert same is empty and rows == 1  # (0,): the grid of no rows
+        one = da.zeros((1, 12), chunks=(5, 12))
+        same, rows = _align_rows(one)
+        assert same is one and rows == 1
+    assert caplog.messages == ["rechunking input rows (100, 100, 100, 100) -> 100 to align "
+                               "with the output chunks"]
+
+
+def test_overwrite_sibling_and_model_bytes(tmp_path, monkeypatch):
+    from dkrp.feature_store.plan import model_bytes, overwrite_sibling
+
+    real = tmp_path / "real.zarr"
+    real.mkdir()
+    (tmp_path / "link.zarr").symlink_to(real)
+    assert overwrite_sibling(tmp_path / "link.zarr") == tmp_path / ".real.zarr.overwrite"
+    # only a symlink *at* the path is followed: a symlinked parent keeps the user's name
+    (tmp_path / "dir").symlink_to(tmp_path, target_is_directory=True)
+    assert overwrite_sibling(tmp_path / "dir" / "f.zarr") == tmp_path / "dir" / ".f.zarr.overwrite"
+    monkeypatch.chdir(tmp_path)
+    assert overwrite_sibling("f.zarr") == tmp_path / ".f.zarr.overwrite"
+
+    krp = _krp()
+    arrays = [v for v in vars(krp).values() if isinstance(v, np.ndarray)]
+    assert len(arrays) >= 2
+    assert model_bytes(krp) == sum(a.nbytes for a in arrays)
+    # arrays held in a list or tuple count too (no dkrp projector holds one yet: a plain
+    # object with such attributes, as a user's projector might have)
+    from types import SimpleNamespace
+
+    held = SimpleNamespace(w=np.zeros(3), parts=[np.zeros(2), "x", np.zeros(5, np.float32)],
+                           pair=(np.zeros(4, np.int8),), n=7)
+    assert model_bytes(held) == 24 + 16 + 20 + 4
+
+
+def test_check_output_path_accepts_and_refuses(tmp_path, monkeypatch):
+    from dkrp.feature_store.plan import check_output_path
+
+    monkeypatch.chdir(tmp_path)
+    check_output_path("missing.zarr")
+    (tmp_path / "empty").mkdir()
+    check_output_path("empty")
+    write_features(da.zeros((10, 12), chunks=(5, 12)), _krp(), tmp_path / "fs.zarr",
+                   progress=False)
+    check_output_path("fs.zarr")  # a feature store: only overwrite=True replaces it
+    check_output_path("fs.zarr", input_path="elsewhere.zarr")
+
+    (tmp_path / "file.npy").write_bytes(b"x")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    zarr.open_group(str(tmp_path / "group.zarr"), mode="w")
+    zarr.open_group(str(tmp_path / "ds.zarr"), mode="w").attrs["dkrp_format"] = "dataset"
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for name, kind in (("file.npy", "a file"), ("full", "a directory"),
+                       ("group.zarr", "a directory"), ("ds.zarr", "a dkrp dataset store"),
+                       ("dangling", "a file")):
+        with pytest.raises(FeatureStoreError, match=(
+                rf"^{tmp_path / name} exists and is not a dkrp feature store \(it is {kind}\); "
+                r"featurize \(even with overwrite=True / --overwrite\) replaces only feature "
+                r"stores\. Nothing was changed: choose another output path, or remove it "
+                r"yourself\.$")):
+            check_output_path(name)
+    # relative paths and a symlink to the input are resolved before comparing
+    (tmp_path / "in_link").symlink_to(tmp_path / "full", target_is_directory=True)
+    with pytest.raises(FeatureStoreError, match=rf"^The output {tmp_path / 'in_link'} is the "
+                       rf"input {tmp_path / 'full'}: "):
+        check_output_path("in_link", input_path="full")
