@@ -504,7 +504,7 @@ def test_write_plan_does_not_retry_by_default(tmp_path, data):
 
 def test_write_plan_summary_is_the_stores_own_numbers(tmp_path, data):
     # every key of the summary, for a float store (stored in another dtype than it is
-    # computed in), a bit store and a legacy store without an "encoding" attribute
+    # computed in), a bit store and the no-op rerun of a legacy store (version 0.1.0)
     import json
     import shutil
     import time
