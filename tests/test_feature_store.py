@@ -647,3 +647,24 @@ def test_check_output_path_accepts_and_refuses(tmp_path, monkeypatch):
     with pytest.raises(FeatureStoreError, match=rf"^The output {tmp_path / 'in_link'} is the "
                        rf"input {tmp_path / 'full'}: "):
         check_output_path("in_link", input_path="full")
+
+
+def test_plan_refuses_an_output_inside_the_input_named_by_source_or_fingerprint(tmp_path, data):
+    from dkrp.feature_store.format import input_fingerprint
+
+    X = da.from_array(data, chunks=(250, 12))
+    src = tmp_path / "in.zarr"
+    src.mkdir()
+    named = rf"^The output {src / 'f.zarr'} is inside the input {src}: "
+    with pytest.raises(FeatureStoreError, match=named):
+        plan_features(X, _krp(), src / "f.zarr", source={"path": str(src)})
+    fingerprint = input_fingerprint(X, source={"path": str(src)})
+    assert fingerprint["source_path"] == str(src)
+    with pytest.raises(FeatureStoreError, match=named):
+        plan_features(X, _krp(), src / "f.zarr", fingerprint=fingerprint)
+    assert not (src / "f.zarr").exists()
+    # a source without a path, one that is not a dict (any JSON-able provenance is
+    # fingerprinted), or none: nothing to compare
+    assert plan_features(X, _krp(), src / "f.zarr", source={"name": "x"})["action"] == "create"
+    assert plan_features(X, _krp(), src / "f.zarr", source=str(src))["action"] == "create"
+    assert plan_features(X, _krp(), src / "f.zarr")["action"] == "create"
