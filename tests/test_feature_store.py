@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from pathlib import Path
 
 import dask.array as da
@@ -668,3 +669,16 @@ def test_plan_refuses_an_output_inside_the_input_named_by_source_or_fingerprint(
     assert plan_features(X, _krp(), src / "f.zarr", source={"name": "x"})["action"] == "create"
     assert plan_features(X, _krp(), src / "f.zarr", source=str(src))["action"] == "create"
     assert plan_features(X, _krp(), src / "f.zarr")["action"] == "create"
+
+
+def test_plan_checks_one_label_per_row(tmp_path, data):
+    X = da.from_array(data, chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    for labels, shape in ((np.zeros(999), "(999,)"), (np.zeros((1000, 1)), "(1000, 1)"),
+                          ([0] * 1001, "(1001,)")):
+        with pytest.raises(ValueError, match=rf"^labels have shape {re.escape(shape)}, but X "
+                           r"has 1000 rows: one label per row is needed\.$"):
+            plan_features(X, _krp(), out, labels=labels)
+    assert not out.exists()
+    plan = plan_features(X, _krp(), out, labels=[1] * 1000)  # a list: its length
+    assert plan["labels"] == [1] * 1000
