@@ -682,3 +682,29 @@ def test_plan_checks_one_label_per_row(tmp_path, data):
     assert not out.exists()
     plan = plan_features(X, _krp(), out, labels=[1] * 1000)  # a list: its length
     assert plan["labels"] == [1] * 1000
+
+
+def test_plan_sizes_chunks_by_the_stored_row(tmp_path, data):
+    # the rows per chunk follow the bytes of a *stored* row (dtype, store_dtype, bits)
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store.plan import model_bytes, task_memory
+
+    X32 = da.from_array(data.astype(np.float32), chunks=(250, 12))
+    X64 = da.from_array(data, chunks=(250, 12))
+    krp = _krp()
+    spe = SignProductEmbedding(n_components=40, random_state=2).fit_n_features(12)
+
+    def rows(X, est, max_chunk_bytes, **options):
+        plan = plan_features(X, est, tmp_path / "f.zarr", max_chunk_bytes=max_chunk_bytes,
+                             **options)
+        return plan["attrs"]["chunk_rows"], plan
+
+    # 40 features: 160 B a row in float32, 320 in float64, 5 as bits
+    got, plan = rows(X32, krp, 250 * 160)
+    assert got == 250
+    assert plan["task_memory"] == task_memory(250, 12, 4, 40, 4, model_bytes(krp))
+    assert rows(X32, krp, 250 * 160 - 1)[0] < 250
+    assert rows(X64, krp, 250 * 160)[0] < 250
+    assert rows(X64, krp, 250 * 160, store_dtype="float32")[0] == 250
+    assert rows(X64, spe, 250 * 5, bits=True)[0] == 250
+    assert rows(X64, spe, 250 * 5 - 1, bits=True)[0] < 250
