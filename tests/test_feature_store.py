@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from pathlib import Path
 
 import dask.array as da
@@ -487,3 +488,224 @@ def test_write_plan_labels_summary_and_checks(tmp_path, data, capsys, caplog):
             in caplog.messages)
     assert f"{sibling}: 4 of 4 chunks to write" in caplog.messages
     assert open_features(out).projector().random_state == 6 and not sibling.exists()
+
+
+def test_write_plan_does_not_retry_by_default(tmp_path, data):
+    # write_plan's own default retries=0 (write_features passes its own): a partition
+    # that fails once is reported after 1 attempt, and the store stays incomplete
+    from dkrp.feature_store import PartitionError, write_plan
+
+    X = da.from_array(data, chunks=(100, 12))
+    faulty = _faulty(data, tmp_path / "state")
+    out = tmp_path / "f.zarr"
+    with pytest.raises(PartitionError, match=r"^Partition 3 \(rows 300\.\.399\) failed after 1 "
+                       r"attempt: OSError"):
+        write_plan(plan_features(X, faulty, out), faulty, progress=False)
+    assert zarr.open_group(str(out), mode="r").attrs["complete"] is False
+
+
+def test_write_plan_summary_is_the_stores_own_numbers(tmp_path, data):
+    # every key of the summary, for a float store (stored in another dtype than it is
+    # computed in), a bit store and the no-op rerun of a legacy store (version 0.1.0)
+    import json
+    import shutil
+    import time
+
+    import dkrp
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store import write_plan
+    from dkrp.io import open_dataset
+
+    X = da.from_array(data, chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    plan = plan_features(X, _krp(), out, store_dtype="float32")
+    plan["seconds"] = 0.0
+    before = time.perf_counter()
+    summary = write_plan(plan, _krp(), progress=False)
+    elapsed = time.perf_counter() - before
+    assert 0 < summary["seconds"] <= elapsed  # the run's own seconds, measured once
+    assert summary["rows_per_second"] == 1000 / summary["seconds"]
+    del summary["seconds"], summary["rows_per_second"]
+    assert summary == {"path": str(out.absolute()), "rows": 1000, "n_components": 40,
+                       "dtype": "float32", "encoding": "float", "chunks_written": 4,
+                       "chunks_skipped": 0, "n_chunks": 4}
+
+    spe = SignProductEmbedding(n_components=20, random_state=2).fit(data)
+    bits = write_features(X, spe, tmp_path / "b.zarr", bits=True, progress=False)
+    assert (bits["encoding"], bits["dtype"], bits["n_components"]) == ("bits", "uint8", 20)
+
+    fixtures = Path(__file__).parent / "fixtures" / "v0_1_0"
+    store = tmp_path / "legacy.zarr"
+    shutil.copytree(fixtures / "features.zarr", store)
+    krp = dkrp.from_spec(json.loads((fixtures / "krp.spec.json").read_text()))
+    plan = plan_features(open_dataset(fixtures / "dataset.zarr").X, krp, store)
+    assert plan["action"] == "noop"
+    plan["seconds"] = 0.0
+    before = time.perf_counter()
+    noop = write_plan(plan, krp, progress=False)
+    assert 0 < noop["seconds"] <= time.perf_counter() - before
+    assert noop["rows_per_second"] == noop["rows"] / noop["seconds"]  # taken: microseconds
+    assert (noop["encoding"], noop["chunks_written"], noop["chunks_skipped"]) == (
+        "float", 0, noop["n_chunks"])
+
+
+def test_new_chunk_rows_of_irregular_input_and_align_rows(caplog):
+    from dkrp.feature_store.plan import _align_rows, new_chunk_rows
+
+    # irregular blocks: the largest block's output is what must fit
+    X = da.zeros((1000, 12), chunks=((100, 400, 300, 200), (12,)))
+    assert new_chunk_rows(X, 320, max_chunk_bytes=400 * 320) is None
+    assert new_chunk_rows(X, 320, max_chunk_bytes=400 * 320 - 1) == 399
+    assert new_chunk_rows(X, 1, max_chunk_bytes=400) is None  # bytes, not rows / bytes
+
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        Y, rows = _align_rows(X)  # the largest block's rows, on a regular grid
+    assert (rows, Y.chunks) == (400, ((400, 400, 200), (12,)))
+    assert caplog.messages == ["rechunking input rows (100, 400, 300, 200) -> 400 to align "
+                               "with the output chunks"]
+    assert np.array_equal(Y.compute(), X.compute())
+    caplog.clear()
+    regular = da.zeros((1000, 12), chunks=(300, 12))
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        same, rows = _align_rows(regular)
+        assert same is regular and rows == 300  # already on a grid: the same array
+        Y, rows = _align_rows(regular, chunk_rows=250)
+        assert (rows, Y.chunks[0]) == (250, (250,) * 4)  # no short last chunk
+        Y, rows = _align_rows(regular, chunk_rows=0)
+        assert (rows, Y.chunks[0]) == (1, (1,) * 1000)  # at least one row
+    assert caplog.messages == ["rechunking input rows (300, 300, 300, 100) -> 250 to align "
+                               "with the output chunks",
+                               "rechunking input rows (300, 300, 300, 100) -> 1 to align "
+                               "with the output chunks"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        six = da.zeros((1000, 12), chunks=((100,) * 5 + (50,) * 10, (12,)))
+        _align_rows(six)
+        empty = da.zeros((0, 12), chunks=(5, 12))
+        same, rows = _align_rows(empty)
+        assert same is empty and rows == 1  # (0,): the grid of no rows
+        one = da.zeros((1, 12), chunks=(5, 12))
+        same, rows = _align_rows(one)
+        assert same is one and rows == 1
+    assert caplog.messages == ["rechunking input rows (100, 100, 100, 100) -> 100 to align "
+                               "with the output chunks"]
+
+
+def test_overwrite_sibling_and_model_bytes(tmp_path, monkeypatch):
+    from dkrp.feature_store.plan import model_bytes, overwrite_sibling
+
+    real = tmp_path / "real.zarr"
+    real.mkdir()
+    (tmp_path / "link.zarr").symlink_to(real)
+    assert overwrite_sibling(tmp_path / "link.zarr") == tmp_path / ".real.zarr.overwrite"
+    # only a symlink *at* the path is followed: a symlinked parent keeps the user's name
+    (tmp_path / "dir").symlink_to(tmp_path, target_is_directory=True)
+    assert overwrite_sibling(tmp_path / "dir" / "f.zarr") == tmp_path / "dir" / ".f.zarr.overwrite"
+    monkeypatch.chdir(tmp_path)
+    assert overwrite_sibling("f.zarr") == tmp_path / ".f.zarr.overwrite"
+
+    krp = _krp()
+    arrays = [v for v in vars(krp).values() if isinstance(v, np.ndarray)]
+    assert len(arrays) >= 2
+    assert model_bytes(krp) == sum(a.nbytes for a in arrays)
+    # arrays held in a list or tuple count too (no dkrp projector holds one yet: a plain
+    # object with such attributes, as a user's projector might have)
+    from types import SimpleNamespace
+
+    held = SimpleNamespace(w=np.zeros(3), parts=[np.zeros(2), "x", np.zeros(5, np.float32)],
+                           pair=(np.zeros(4, np.int8),), n=7)
+    assert model_bytes(held) == 24 + 16 + 20 + 4
+
+
+def test_check_output_path_accepts_and_refuses(tmp_path, monkeypatch):
+    from dkrp.feature_store.plan import check_output_path
+
+    monkeypatch.chdir(tmp_path)
+    check_output_path("missing.zarr")
+    (tmp_path / "empty").mkdir()
+    check_output_path("empty")
+    write_features(da.zeros((10, 12), chunks=(5, 12)), _krp(), tmp_path / "fs.zarr",
+                   progress=False)
+    check_output_path("fs.zarr")  # a feature store: only overwrite=True replaces it
+    check_output_path("fs.zarr", input_path="elsewhere.zarr")
+
+    (tmp_path / "file.npy").write_bytes(b"x")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    zarr.open_group(str(tmp_path / "group.zarr"), mode="w")
+    zarr.open_group(str(tmp_path / "ds.zarr"), mode="w").attrs["dkrp_format"] = "dataset"
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for name, kind in (("file.npy", "a file"), ("full", "a directory"),
+                       ("group.zarr", "a directory"), ("ds.zarr", "a dkrp dataset store"),
+                       ("dangling", "a file")):
+        with pytest.raises(FeatureStoreError, match=(
+                rf"^{tmp_path / name} exists and is not a dkrp feature store \(it is {kind}\); "
+                r"featurize \(even with overwrite=True / --overwrite\) replaces only feature "
+                r"stores\. Nothing was changed: choose another output path, or remove it "
+                r"yourself\.$")):
+            check_output_path(name)
+    # relative paths and a symlink to the input are resolved before comparing
+    (tmp_path / "in_link").symlink_to(tmp_path / "full", target_is_directory=True)
+    with pytest.raises(FeatureStoreError, match=rf"^The output {tmp_path / 'in_link'} is the "
+                       rf"input {tmp_path / 'full'}: "):
+        check_output_path("in_link", input_path="full")
+
+
+def test_plan_refuses_an_output_inside_the_input_named_by_source_or_fingerprint(tmp_path, data):
+    from dkrp.feature_store.format import input_fingerprint
+
+    X = da.from_array(data, chunks=(250, 12))
+    src = tmp_path / "in.zarr"
+    src.mkdir()
+    named = rf"^The output {src / 'f.zarr'} is inside the input {src}: "
+    with pytest.raises(FeatureStoreError, match=named):
+        plan_features(X, _krp(), src / "f.zarr", source={"path": str(src)})
+    fingerprint = input_fingerprint(X, source={"path": str(src)})
+    assert fingerprint["source_path"] == str(src)
+    with pytest.raises(FeatureStoreError, match=named):
+        plan_features(X, _krp(), src / "f.zarr", fingerprint=fingerprint)
+    assert not (src / "f.zarr").exists()
+    # a source without a path, one that is not a dict (any JSON-able provenance is
+    # fingerprinted), or none: nothing to compare
+    assert plan_features(X, _krp(), src / "f.zarr", source={"name": "x"})["action"] == "create"
+    assert plan_features(X, _krp(), src / "f.zarr", source=str(src))["action"] == "create"
+    assert plan_features(X, _krp(), src / "f.zarr")["action"] == "create"
+
+
+def test_plan_checks_one_label_per_row(tmp_path, data):
+    X = da.from_array(data, chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    for labels, shape in ((np.zeros(999), "(999,)"), (np.zeros((1000, 1)), "(1000, 1)"),
+                          ([0] * 1001, "(1001,)")):
+        with pytest.raises(ValueError, match=rf"^labels have shape {re.escape(shape)}, but X "
+                           r"has 1000 rows: one label per row is needed\.$"):
+            plan_features(X, _krp(), out, labels=labels)
+    assert not out.exists()
+    plan = plan_features(X, _krp(), out, labels=[1] * 1000)  # a list: its length
+    assert plan["labels"] == [1] * 1000
+
+
+def test_plan_sizes_chunks_by_the_stored_row(tmp_path, data):
+    # the rows per chunk follow the bytes of a *stored* row (dtype, store_dtype, bits)
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store.plan import model_bytes, task_memory
+
+    X32 = da.from_array(data.astype(np.float32), chunks=(250, 12))
+    X64 = da.from_array(data, chunks=(250, 12))
+    krp = _krp()
+    spe = SignProductEmbedding(n_components=40, random_state=2).fit_n_features(12)
+
+    def rows(X, est, max_chunk_bytes, **options):
+        plan = plan_features(X, est, tmp_path / "f.zarr", max_chunk_bytes=max_chunk_bytes,
+                             **options)
+        return plan["attrs"]["chunk_rows"], plan
+
+    # 40 features: 160 B a row in float32, 320 in float64, 5 as bits
+    got, plan = rows(X32, krp, 250 * 160)
+    assert got == 250
+    assert plan["task_memory"] == task_memory(250, 12, 4, 40, 4, model_bytes(krp))
+    assert rows(X32, krp, 250 * 160 - 1)[0] < 250
+    assert rows(X64, krp, 250 * 160)[0] < 250
+    assert rows(X64, krp, 250 * 160, store_dtype="float32")[0] == 250
+    assert rows(X64, spe, 250 * 5, bits=True)[0] == 250
+    assert rows(X64, spe, 250 * 5 - 1, bits=True)[0] < 250
