@@ -342,13 +342,14 @@ def _design(d, degree, scale, refine, z):
     return r, w, omega_table(d / 2.0 - 1.0, z[:, None] * r[None, :]) * w[None, :]
 
 
-def _objective(d, degree, scale, n, refine, z, omega, k, norm):
+def _objective(d, degree, scale, n, refine, z, omega, k, norm, design=None):
     r"""``theta -> (value, gradient)`` of :math:`\tfrac12\sum_j\omega_j e_j^2 / \mathrm{norm}`.
 
     :math:`e = A q_\theta - K` at the Simpson nodes, with :math:`A_{jk} = \Omega_d(r_k
-    z_j) w_k` on the radial grid of refinement ``refine`` (computed once).
+    z_j) w_k` on the radial grid of refinement ``refine`` (computed once, or the
+    ``(r, w, A)`` of :func:`_design` for that grid when given).
     """
-    r, w, A = _design(d, degree, scale, refine, z)
+    r, w, A = design if design is not None else _design(d, degree, scale, refine, z)
     logr = np.log(r)
     const = (d / 2.0 - 1.0) * math.log(2.0) + sc.gammaln(d / 2.0)
     r2 = r * r
@@ -569,7 +570,9 @@ def fit_surrogate(d, degree, scale, n_terms=10, maxiter=MAXITER, version=FIT_VER
         value = float(best.fun) * norm
         restarts = N_RESTARTS
         if version >= 2:
-            fine = _objective(d, degree, scale, n, POLISH_REFINE, z, omega, k, norm)
+            fine_design = _design(d, degree, scale, POLISH_REFINE, z)
+            fine = _objective(d, degree, scale, n, POLISH_REFINE, z, omega, k, norm,
+                              fine_design)
             res = optimize.minimize(_log_objective(fine), x, jac=True, method="L-BFGS-B",
                                     bounds=bounds, options={**options,
                                                             "maxiter": POLISH_MAXITER})
@@ -577,7 +580,7 @@ def fit_surrogate(d, degree, scale, n_terms=10, maxiter=MAXITER, version=FIT_VER
                 x = res.x
             value = fine(x)[0]
         if version == 3 and d < SHELL_MAX_D:
-            r, w, A = _design(d, degree, scale, POLISH_REFINE, z)
+            r, w, A = fine_design  # the polish's grid: the shell starts share it
             masses, floor = _grid_floor(A, omega, k)
             if not value <= SHELL_GATE * floor:
                 for half_width, span in SHELL_STARTS:
