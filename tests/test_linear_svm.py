@@ -1,0 +1,147 @@
+"""PrimalLinearSVC: the minimiser of LinearSVC's problem, found with BLAS.
+
+The objective is strongly convex with modulus 1 (its ½‖(w, b)‖² term), so for any point
+``x`` the distance to the minimiser is at most ``‖∇f(x)‖`` and the excess objective at
+most ``‖∇f(x)‖² / 2``. Both bounds are evaluated here, in float64, by an implementation of
+the objective written out independently of the module, and compared with liblinear's
+solution of the same problem (``LinearSVC(dual=False)``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dkrp.linear_svm import PrimalLinearSVC
+
+
+def _objective_and_gradient(X, y_pm, w, b, C):
+    """LinearSVC's primal objective for one class (±1 labels) and its gradient, float64."""
+    X = np.asarray(X, dtype=np.float64)
+    z = X @ w + b
+    slack = np.maximum(0.0, 1.0 - y_pm * z)
+    f = 0.5 * (w @ w + b * b) + C * (slack ** 2).sum()
+    r = -2.0 * C * y_pm * slack  # d/dz of C * slack^2
+    return f, np.concatenate([w + X.T @ r, [b + r.sum()]])
+
+
+def _per_class(model, y):
+    """(±1 labels, coef, intercept) for every problem the model solved."""
+    classes = model.classes_
+    if len(classes) == 2:
+        return [(np.where(y == classes[1], 1.0, -1.0), model.coef_[0], model.intercept_[0])]
+    return [(np.where(y == c, 1.0, -1.0), model.coef_[i], model.intercept_[i])
+            for i, c in enumerate(classes)]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """The 1,797 8×8 digits shipped with scikit-learn, standardised."""
+    X, y = load_digits(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["ten-classes", "even-vs-odd"])
+def test_reaches_liblinears_minimiser_within_the_strong_convexity_bound(digits, binary):
+    X, y = digits
+    if binary:
+        y = np.where(y % 2 == 0, "even", "odd")
+    C = 0.1
+    ours = PrimalLinearSVC(C=C).fit(X, y)
+    theirs = LinearSVC(C=C, dual=False, tol=1e-8, max_iter=10000).fit(X, y)
+    assert ours.coef_.shape == theirs.coef_.shape
+    for (y_pm, w, b), (_, w_l, b_l) in zip(_per_class(ours, y), _per_class(theirs, y),
+                                           strict=True):
+        f, g = _objective_and_gradient(X, y_pm, w, b, C)
+        f_l, g_l = _objective_and_gradient(X, y_pm, w_l, b_l, C)
+        gap = np.linalg.norm(g) + np.linalg.norm(g_l)
+        assert np.linalg.norm(np.append(w - w_l, b - b_l)) <= gap
+        assert f - f_l <= 0.5 * np.linalg.norm(g) ** 2 + 1e-12 * f
+        assert f_l - f <= 0.5 * np.linalg.norm(g_l) ** 2 + 1e-12 * f
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+
+
+def test_stops_by_liblinears_rule(digits):
+    """Every class ends with ‖∇f‖ <= tol · max(min(n+, n-), 1) / n · ‖∇f(0)‖."""
+    X, y = digits
+    C, tol = 0.1, 1e-4
+    model = PrimalLinearSVC(C=C, tol=tol).fit(X, y)
+    n = len(y)
+    for y_pm, w, b in _per_class(model, y):
+        _, g = _objective_and_gradient(X, y_pm, w, b, C)
+        _, g0 = _objective_and_gradient(X, y_pm, np.zeros_like(w), 0.0, C)
+        n_pos = int((y_pm > 0).sum())
+        assert np.linalg.norm(g) <= tol * max(min(n_pos, n - n_pos), 1) / n * np.linalg.norm(g0)
+    assert 1 <= model.n_iter_ < 1000 and model.n_cg_iter_ >= model.n_iter_
+
+
+def test_float32_products_reach_the_float64_minimiser(digits):
+    X, y = digits
+    C = 0.1
+    m64 = PrimalLinearSVC(C=C).fit(X, y)
+    m32 = PrimalLinearSVC(C=C).fit(X.astype(np.float32), y)
+    assert m32.coef_.dtype == np.float32 and m32.intercept_.dtype == np.float32
+    for (y_pm, w32, b32), (_, w64, b64) in zip(_per_class(m32, y), _per_class(m64, y),
+                                               strict=True):
+        _, g32 = _objective_and_gradient(X, y_pm, w32.astype(np.float64), float(b32), C)
+        _, g64 = _objective_and_gradient(X, y_pm, w64, b64, C)
+        bound = np.linalg.norm(g32) + np.linalg.norm(g64)
+        assert np.linalg.norm(np.append(w32 - w64, b32 - b64)) <= bound
+        assert bound < 1e-2 * np.linalg.norm(w64)  # a point near the optimum, not anywhere
+
+
+def test_unpreconditioned_cg_reaches_the_same_minimiser(digits):
+    X, y = digits
+    reference = PrimalLinearSVC(C=0.1, precondition="gram").fit(X, y)
+    plain = PrimalLinearSVC(C=0.1, precondition="none").fit(X, y)
+    for (y_pm, w, b), (_, w_r, b_r) in zip(_per_class(plain, y), _per_class(reference, y),
+                                           strict=True):
+        _, g = _objective_and_gradient(X, y_pm, w, b, 0.1)
+        _, g_r = _objective_and_gradient(X, y_pm, w_r, b_r, 0.1)
+        bound = np.linalg.norm(g) + np.linalg.norm(g_r)
+        assert np.linalg.norm(np.append(w - w_r, b - b_r)) <= bound
+
+
+def test_max_iter_stop_warns(digits):
+    X, y = digits
+    with pytest.warns(ConvergenceWarning, match="max_iter=1 "):
+        model = PrimalLinearSVC(C=0.1, max_iter=1).fit(X, y)
+    assert model.n_iter_ == 1
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"C": 0.0}, "C must be > 0"), ({"C": -1.0}, "C must be > 0"),
+    ({"C": float("nan")}, "C must be a finite real number"),
+    ({"tol": 0.0}, "tol must be > 0"), ({"max_iter": 0}, "max_iter must be >= 1"),
+    ({"precondition": "jacobi"}, "precondition must be one of"),
+])
+def test_bad_parameters_are_refused(digits, params, message):
+    X, y = digits
+    with pytest.raises(ValueError, match=message):
+        PrimalLinearSVC(**params).fit(X, y)
+
+
+def test_bad_input_is_refused(digits):
+    X, y = digits
+    bad = X.copy()
+    bad[3, 5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        PrimalLinearSVC().fit(bad, y)
+    with pytest.raises(TypeError, match="dense data is required"):
+        PrimalLinearSVC().fit(sp.csr_matrix(X), y)
+    with pytest.raises(ValueError, match="only one class: 3"):
+        PrimalLinearSVC().fit(X[y == 3], y[y == 3])
+    model = PrimalLinearSVC().fit(X, y)
+    with pytest.raises(ValueError, match="64 features"):
+        model.predict(X[:, :10])
+
+
+@parametrize_with_checks([PrimalLinearSVC()])
+def test_scikit_learn_api(estimator, check):
+    check(estimator)
