@@ -389,3 +389,20 @@ def test_classification_quick_through_the_cli(tmp_path):
     assert accuracy["krp-gaussian"] >= accuracy["linear-svm-raw"] + 1.0
     assert accuracy["nystroem"] >= accuracy["linear-svm-raw"] + 1.0
     assert (folder / "classification_mnist.png").stat().st_size > 10_000
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_classification_cv_scope_method_reuses_the_first_configurations_C(tmp_path):
+    """One CV per dataset, method and k (at the largest p), its C reused for the rest."""
+    result = CliRunner().invoke(main, [
+        "experiment", "classification", "--local", "-q", "--output", str(tmp_path),
+        "--set", "n_train=1500", "--set", "n_test=500", "--set", "n_components=[200]",
+        "--set", 'methods=["krp-gaussian"]', "--set", "extra_p={\"mnist\": [50, 100]}",
+        "--set", "references=[]", "--set", "C=null", "--set", 'cv_scope="method"',
+        "--set", "cv_rows=1500", "--set", "C_grid=[0.0001, 1.0]"])
+    assert result.exit_code == 0, result.output
+    rows = _runs(tmp_path / "classification")
+    assert [r["p"] for r in rows] == ["244", "100", "50"]  # largest p first: it is CV'd
+    assert rows[0]["cv_seconds"] != "" and all(r["cv_seconds"] == "" for r in rows[1:])
+    assert {r["C"] for r in rows} == {rows[0]["C"]}
