@@ -60,7 +60,8 @@ class PrimalLinearSVC(ClassifierMixin, BaseEstimator):
         raises a ``ConvergenceWarning``.
     precondition : {"auto", "gram", "none"}, default="auto"
         The conjugate-gradient preconditioner (Notes). ``"auto"``: ``"gram"`` up to 4,096
-        features, ``"none"`` above (its eigendecomposition then costs more than it saves).
+        features with at least twice as many rows, else ``"none"`` (the Gram matrix's
+        eigendecomposition, ~k^3, would cost more than the CG steps it saves).
 
     Attributes
     ----------
@@ -142,7 +143,9 @@ class PrimalLinearSVC(ClassifierMixin, BaseEstimator):
         else:
             Y = np.where(y[:, None] == self.classes_[None, :], 1.0, -1.0)
         if precondition == "auto":
-            precondition = "gram" if X.shape[1] <= _MAX_PRECONDITIONED_FEATURES else "none"
+            n, k = X.shape
+            precondition = ("gram" if k <= _MAX_PRECONDITIONED_FEATURES and n >= 2 * (k + 1)
+                            else "none")
         W, b, self.n_iter_, self.n_cg_iter_, stalled = _solve(X, Y, C, tol, max_iter,
                                                               precondition == "gram")
         if stalled:
