@@ -24,6 +24,7 @@ __all__ = [
     "Nystroem",
     "PCAProjector",
     "PolynomialRandomProjection",
+    "PrimalLinearSVC",
     "RandomFeatureVotingClassifier",
     "RandomFourierFeatures",
     "RandomMaclaurin",

@@ -26,6 +26,7 @@ PUBLIC_MODULES = {
     **PROJECTOR_MODULES,
     "AsymmetricSketchClassifier": "dkrp.asymmetric",
     "BaseProjector": "dkrp.base",
+    "PrimalLinearSVC": "dkrp.linear_svm",
     "RandomFeatureVotingClassifier": "dkrp.ensemble",
     "featurize_to_store": "dkrp.jobs",
     "read_features": "dkrp.feature_store",
