@@ -263,7 +263,7 @@ _FLOOR_CASES = [(d, p, 4.0) for d in (64, 256, 1024) for p in (3, 10)] + [
     (16, 7, 2.0), (16, 7, 3.0), (16, 10, 2.0), (16, 10, 3.0), (16, 10, 4.0), (32, 10, 2.0),
     (32, 10, 3.0), (32, 10, 4.0), (32, 20, 2.0), (32, 20, 3.0), (64, 20, 2.0), (64, 20, 3.0),
     # version 3's last corners (3.4x, 20.9x, 12.3x: at d = 16, p = 20 the floor sits on
-    # thin shells, r = 4.30, 5.79, 7.17 at a = 4, and L-BFGS stalls in the narrow valley
+    # thin shells, r = 4.30, 5.79, 7.17 at a = 4, and L-BFGS stalls in the narrow valleys
     # of the shell starts), which version 4's Gauss-Newton brings within SHELL_STOP
     (16, 20, 2.0), (16, 20, 3.0)]
 
@@ -392,8 +392,8 @@ def test_version_4_is_version_3_bit_for_bit_where_version_3_meets_the_target(d, 
 
 
 def test_version_4_reaches_the_floor_where_version_3_stalled():
-    # d = 16, p = 20, a = 4: version 3's best shell start ends 12x above the floor (L-BFGS's
-    # line search fails in the shell start's narrow valley); Gauss-Newton from the same
+    # d = 16, p = 20, a = 4: version 3's best shell start ends 12x above the floor (L-BFGS
+    # stalls in the shell starts' narrow valleys); Gauss-Newton from the same
     # starts comes within SHELL_STOP of the grid floor, within 1 % of l2_floor's
     v3 = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=3)
     v4 = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=4)
