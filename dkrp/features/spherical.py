@@ -94,7 +94,8 @@ class SphericalRandomFeatures(BaseProjector):
       from deterministic restarts (NNLS start plus log-spaced spreads), keeping the
       best and polishing it on the sampler's radial grid; for :math:`d < 128`, where
       that stays above 1.1 times the floor, further starts whose clipped density sits
-      in narrow windows at the floor's shells (fitter version 3,
+      in narrow windows at the floor's shells (fitter version 3), minimised by
+      Gauss-Newton where L-BFGS still stalls above it (fitter version 4,
       ``surrogate_["fit_version"]``). It depends on :math:`(d, p, a, N)` only, so
       every seed estimates the same :math:`\hat K`.
     * **Floor.** No non-negative radial density matches :math:`K` exactly: the
