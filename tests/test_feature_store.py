@@ -763,12 +763,14 @@ def test_plan_builds_beside_the_store_only_to_replace_one(tmp_path, data, caplog
     plan = plan_features(X, krp, out, overwrite=True)
     assert (plan["action"], plan["build_path"], plan["replace"]) == ("noop", out, False)
     # a sibling of another job is discarded, and said so
-    write_plan(plan_features(X, _krp(5), sibling), _krp(5), progress=False)
+    write_plan(plan_features(X, _krp(5), sibling, dtype="float32"), _krp(5), progress=False)
     with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
         plan = plan_features(X, _krp(6), out, overwrite=True)
     assert (plan["action"], plan["build_path"], plan["replace"]) == ("create", sibling, True)
     assert caplog.messages == [f"discarding {sibling}, a replacement left by another job: "
-                               "seed (random_state): store 5, this run 6"]
+                               "seed (random_state): store 5, this run 6; dtype: store "
+                               "'float32', this run 'float64'; compute_dtype: store "
+                               "'float32', this run 'float64'"]
     # a sibling that is not a feature store is never removed
     import shutil
 
