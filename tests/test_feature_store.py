@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 from pathlib import Path
 
 import dask.array as da
@@ -983,3 +984,67 @@ def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp
     assert np.array_equal(open_features(tmp_path / "b.zarr").Z.compute(),
                           spe.transform_bits(data))
     assert open_features(tmp_path / "d.zarr").complete
+
+
+def _held(block, gate):
+    """A row block held back until the file ``gate`` exists (module-level: dask pickles
+    it, and a worker may import its own copy of this module)."""
+    import time
+
+    for _ in range(1200):  # at most a minute
+        if block.size == 0 or Path(gate).exists():  # (dask calls it on an empty meta)
+            break
+        time.sleep(0.05)
+    return block
+
+
+def _slow(block, block_info=None):
+    """Every row block but the first takes half a second (module-level: dask pickles it)."""
+    import time
+
+    if block_info is not None and block_info[0]["chunk-location"][0] > 0:
+        time.sleep(0.5)
+    return block
+
+
+# two runs finishing at once in one process: consolidate()'s warnings.catch_warnings is
+# process-wide, so one run's exit from it can let the other's zarr warning through
+@pytest.mark.filterwarnings("ignore:Consolidated metadata")
+def test_chunk_tasks_of_two_runs_at_once_on_one_client_are_their_own(tmp_path, data):
+    # the task keys name the store: two runs of the same job into two stores at the same
+    # time on one client share no task (a shared key would leave one store unwritten);
+    # a failed run cancels its tasks still pending on the scheduler
+    from distributed import Client
+
+    from dkrp.feature_store import PartitionError
+    from dkrp.parallel import start_local_cluster
+
+    gate = tmp_path / "gate"
+    X = da.from_array(data, chunks=(250, 12)).map_blocks(_held, str(gate), dtype=data.dtype)
+    krp = _krp()
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        first = threading.Thread(target=write_features, args=(X, krp, tmp_path / "a.zarr"),
+                                 kwargs={"client": client, "progress": False})
+        first.start()
+        timer = threading.Timer(2.0, gate.touch)
+        timer.start()
+        write_features(X, krp, tmp_path / "b.zarr", client=client, progress=False)
+        first.join()
+        timer.join()
+
+        # partition 0 fails at once; partitions 1-9 take 0.5 s each on the worker's two
+        # threads, and are still waiting or running when the error reaches the client
+        slow = da.from_array(data, chunks=(100, 12)).map_blocks(_slow, dtype=data.dtype)
+        with pytest.raises(PartitionError, match="^Partition 0 "):
+            write_features(slow, _faulty(data, tmp_path / "s", row=0), tmp_path / "bad.zarr",
+                           client=client, progress=False)
+
+        def writes(dask_scheduler):
+            return [str(key) for key in dask_scheduler.tasks if "dkrp-write" in str(key)]
+
+        # only the failed task is left (its future is held by the error's traceback)
+        assert {key.rsplit("-", 1)[1] for key in client.run_on_scheduler(writes)} <= {"0"}
+    assert open_features(tmp_path / "a.zarr").complete
+    assert open_features(tmp_path / "b.zarr").complete
+    assert store_digest(tmp_path / "a.zarr") == store_digest(tmp_path / "b.zarr")
