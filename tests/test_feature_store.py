@@ -908,11 +908,12 @@ def test_killed_worker_failures_and_the_store_token(tmp_path):
     assert _attempts(OSError(5, "EIO"), 2, None) == 3  # retries + 1
     with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
         assert _attempts(exc, 0, None) == 6  # no scheduler to ask: this process's setting
-        with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as \
-                cluster, Client(cluster, set_as_default=False) as client:
-            allowed = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler
-                                              .allowed_failures)
-            assert _attempts(exc, 0, client) == allowed + 1
+    with dask.config.set({"distributed.scheduler.allowed-failures": 7}):
+        cluster = start_local_cluster(n_workers=1, threads_per_worker=1, processes=False)
+    with cluster, Client(cluster, set_as_default=False) as client:
+        # the scheduler's own setting, not this process's (3, dask's default, here)
+        assert dask.config.get("distributed.scheduler.allowed-failures") == 3
+        assert _attempts(exc, 0, client) == 8
 
     assert _store_token(None) == _store_token({}) == ""
     assert _store_token({"bits": False, "store_dtype": None}) == ""
