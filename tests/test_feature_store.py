@@ -1033,7 +1033,7 @@ def test_chunk_tasks_of_two_runs_at_once_on_one_client_are_their_own(tmp_path, d
     with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
             Client(cluster, set_as_default=False) as client:
         first = threading.Thread(target=write_features, args=(X, krp, tmp_path / "a.zarr"),
-                                 kwargs={"client": client, "progress": False})
+                                 kwargs={"client": client, "progress": False}, daemon=True)
         first.start()
         timer = threading.Timer(2.0, gate.touch)
         timer.start()
