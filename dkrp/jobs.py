@@ -279,7 +279,7 @@ def featurize_to_store(
         return cluster["client"]
 
     size = size_job(X, projector, dest, dtype=dtype, chunk_rows=chunk_rows,
-                    bits=store["bits"], store_dtype=store["store_dtype"])
+                    bits=store["bits"], store_dtype=store["store_dtype"], overwrite=overwrite)
     if dry_run:
         return FeaturizeResult(size, projector, "dry-run")
     _check_disk(size, dest)
@@ -348,7 +348,7 @@ def _n_components(projector) -> int | None:
 
 
 def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
-             store_dtype=None) -> dict:
+             store_dtype=None, overwrite=False) -> dict:
     """Size a featurize job without fitting, computing or writing anything.
 
     Parameters
@@ -357,8 +357,9 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     projector : BaseProjector
         Fitted or not (then its ``n_components`` gives the output width).
     dest : str or os.PathLike
-        The feature store; an existing one keeps its chunk grid.
-    dtype, chunk_rows, bits, store_dtype
+        The feature store; an existing one keeps its chunk grid (with ``overwrite``,
+        its replacement gets the ``chunk_rows`` asked for).
+    dtype, chunk_rows, bits, store_dtype, overwrite
         As for :func:`featurize_to_store`.
 
     Returns
@@ -367,12 +368,14 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
         ``shape`` (n_samples, n_components), ``dtype`` (as stored), ``bits``, ``bytes``
         (of the output as stored, before compression),
         ``chunk_rows``, ``n_chunks``, ``task_memory`` (bytes one task needs, without the
-        projector's own arrays when it is not fitted yet) and ``path``.
+        projector's own arrays when it is not fitted yet), ``path`` and ``refusal``: None,
+        or why the real run will refuse (an existing store started on another chunk
+        grid than the ``chunk_rows`` asked for, without ``overwrite``).
     """
     from ._blockwise import _output_dtype
     from .feature_store.encoding import row_bytes
     from .feature_store.format import FEATURES_FORMAT, _read_attrs
-    from .feature_store.plan import model_bytes, new_chunk_rows, task_memory
+    from .feature_store.plan import chunk_rows_refusal, model_bytes, new_chunk_rows, task_memory
 
     path = Path(dest).expanduser().absolute()
     n, d = int(X.shape[0]), int(X.shape[1])
@@ -381,8 +384,15 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     stored = np.dtype(np.uint8 if bits else store_dtype or out_dtype)
     per_row = row_bytes(k or 0, out_dtype, bits=bits, store_dtype=store_dtype)
     old = _read_attrs(path) if path.is_dir() else None
+    refusal = None
     if old is not None and old.get("dkrp_format") == FEATURES_FORMAT:
         rows = int(old["chunk_rows"])
+        asked = None if chunk_rows is None else max(1, int(chunk_rows))
+        if asked is not None and asked != rows:  # as plan_features: refused, or replaced
+            if overwrite:
+                rows = asked
+            else:
+                refusal = chunk_rows_refusal(path, rows, asked)
     else:
         rows = new_chunk_rows(X, per_row, chunk_rows)
         rows = rows or (int(X.chunks[0][0]) if X.chunks[0] else 1)
@@ -393,7 +403,7 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     return {"path": str(path), "shape": (n, k), "dtype": stored.name, "bits": bool(bits),
             "bytes": None if k is None else n * per_row,
             "chunk_rows": rows, "n_chunks": -(-n // rows) if n else 0,
-            "task_memory": memory}
+            "task_memory": memory, "refusal": refusal}
 
 
 def _check_disk(size, dest):

@@ -246,6 +246,39 @@ def test_resume_with_another_chunk_rows_is_one_line_saying_what_to_do(tmp_path):
     assert not (out / "Z" / "c" / "2" / "0").exists()
 
 
+def test_dry_run_with_another_chunk_rows_says_the_real_run_would_stop(tmp_path):
+    # the dry run sizes the store's own grid, and says in one more line what the real run
+    # says when --chunk-rows is not that grid; with --overwrite the replacement is sized
+    # on the grid asked for
+    from dkrp.jobs import featurize_to_store
+    from dkrp.methods import make_projector
+
+    ds, _ = _npy_dataset(tmp_path, n=1000)
+    out = tmp_path / "f.zarr"
+    options = {"n_components": 40, "n_hyperplanes": 80, "random_state": 3}
+    featurize_to_store(ds, out, make_projector("krp", **options), chunk_rows=300,
+                       progress=False)
+    before = sorted(p.name for p in out.rglob("*"))
+    job = ("featurize", ds, out, "--method", "krp", "--n-components", 40, "--n-hyperplanes",
+           80, "--seed", 3, "--dry-run", "--quiet")
+    r = _run(*job, "--chunk-rows", 200)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert len(lines) == 2 and "in 4 chunks of 300 rows" in lines[0], r.output
+    assert lines[1] == (
+        f"The real run would stop: The feature store {out.absolute()} was started with 300 "
+        "rows per chunk, but --chunk-rows 200 was given; a store keeps the chunk grid it was "
+        "started with. Nothing was changed. To resume it, run again without --chunk-rows or "
+        "with --chunk-rows 300; for 200 rows per chunk, write to a new path (or pass "
+        "--overwrite to build the new store beside it and replace it once complete).")
+    for extra, grid in (((), "4 chunks of 300 rows"), (("--chunk-rows", 300),
+                                                       "4 chunks of 300 rows"),
+                        (("--chunk-rows", 200, "--overwrite"), "5 chunks of 200 rows")):
+        r = _run(*job, *extra)
+        assert r.exit_code == 0 and r.output.count("\n") == 1 and grid in r.output, r.output
+    assert sorted(p.name for p in out.rglob("*")) == before
+
+
 def test_python_dash_m_dkrp(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}

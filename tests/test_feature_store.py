@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 from pathlib import Path
 
 import dask.array as da
@@ -709,3 +710,326 @@ def test_plan_sizes_chunks_by_the_stored_row(tmp_path, data):
     assert rows(X64, krp, 250 * 160, store_dtype="float32")[0] == 250
     assert rows(X64, spe, 250 * 5, bits=True)[0] == 250
     assert rows(X64, spe, 250 * 5 - 1, bits=True)[0] < 250
+
+
+def test_plan_refusals_are_whole_messages(tmp_path, data):
+    # the two refusals of a store started by another run, word for word
+    from dkrp.feature_store import write_plan
+
+    X = da.from_array(data, chunks=(1000, 12))
+    out = tmp_path / "f.zarr"
+    write_plan(plan_features(X, _krp(), out, chunk_rows=300), _krp(), progress=False)
+    with pytest.raises(FeatureStoreMismatchError) as info:
+        plan_features(X, _krp(), out, chunk_rows=200)
+    assert str(info.value) == (
+        f"The feature store {out.absolute()} was started with 300 rows per chunk, but "
+        "chunk_rows=200 (--chunk-rows 200) was given; a store keeps the chunk grid it was "
+        "started with. Nothing was changed. To resume it, run again without chunk_rows "
+        "(--chunk-rows) or with chunk_rows=300; for 200 rows per chunk, write to a new path "
+        "(or pass overwrite=True (--overwrite) to build the new store beside it and replace "
+        "it once complete).")
+    with pytest.raises(FeatureStoreMismatchError) as info:
+        plan_features(X, _krp(4), out)
+    assert str(info.value) == (
+        f"The feature store {out.absolute()} was made by another run: seed (random_state): "
+        "store 3, this run 4. Nothing was changed. Use another output path, or pass "
+        "overwrite=True (--overwrite) to replace it (the new store is built beside it and "
+        "replaces it only once complete).")
+
+
+def test_plan_builds_beside_the_store_only_to_replace_one(tmp_path, data, caplog):
+    # overwrite=True builds in the hidden sibling only when there is a store of another
+    # run to replace, or a replacement of this job to resume there
+    from dkrp.feature_store import write_plan
+    from dkrp.feature_store.plan import overwrite_sibling
+
+    X = da.from_array(data, chunks=(250, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    sibling = overwrite_sibling(out)
+    plan = plan_features(X, krp, out, overwrite=True)  # nothing to replace: built in place
+    assert (plan["action"], plan["build_path"], plan["replace"]) == ("create", out, False)
+    # a replacement of this job, killed after chunk 0 (chunks 1-3 not marked done)
+    write_plan(plan_features(X, krp, sibling), krp, progress=False)
+    zarr.open_array(str(sibling / "done"), mode="r+")[1:] = 0
+    zarr.open_group(str(sibling), mode="r+").attrs["complete"] = False
+    plan = plan_features(X, krp, out)  # without overwrite the sibling is not looked at
+    assert (plan["action"], plan["build_path"], plan["replace"]) == ("create", out, False)
+    plan = plan_features(X, krp, out, overwrite=True)  # resumed where it stopped
+    assert (plan["action"], plan["build_path"], plan["replace"]) == ("resume", sibling, True)
+    assert plan["missing"] == 3
+    # a complete store of this job is not rebuilt
+    write_plan(plan, krp, progress=False)
+    assert not sibling.exists()
+    plan = plan_features(X, krp, out, overwrite=True)
+    assert (plan["action"], plan["build_path"], plan["replace"]) == ("noop", out, False)
+    # a sibling of another job is discarded, and said so
+    write_plan(plan_features(X, _krp(5), sibling, dtype="float32"), _krp(5), progress=False)
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.plan"):
+        plan = plan_features(X, _krp(6), out, overwrite=True)
+    assert (plan["action"], plan["build_path"], plan["replace"]) == ("create", sibling, True)
+    assert caplog.messages == [f"discarding {sibling}, a replacement left by another job: "
+                               "seed (random_state): store 5, this run 6; dtype: store "
+                               "'float32', this run 'float64'; compute_dtype: store "
+                               "'float32', this run 'float64'"]
+    # a sibling that is not a feature store is never removed
+    import shutil
+
+    shutil.rmtree(sibling)
+    sibling.mkdir()
+    (sibling / "keep.txt").write_text("mine")
+    with pytest.raises(FeatureStoreError) as info:
+        plan_features(X, _krp(6), out, overwrite=True)
+    assert str(info.value) == (f"{sibling} (where --overwrite builds the new store) exists "
+                               "and is not a dkrp feature store. Nothing was changed; remove "
+                               "it yourself.")
+    assert (sibling / "keep.txt").read_text() == "mine"
+
+
+def test_plan_of_an_existing_store_and_what_it_returns(tmp_path, data):
+    # a store with every chunk but no completion marker is resumed (to mark it), the
+    # compressor is expected only of a store that recorded one, and the plan's own keys
+    import json
+    import shutil
+    import time
+
+    import dkrp
+    from dkrp.feature_store import write_plan
+    from dkrp.io import open_dataset
+
+    X = da.from_array(data, chunks=(250, 12))
+    krp = _krp()
+    out = tmp_path / "f.zarr"
+    before = time.perf_counter()
+    plan = plan_features(X, krp, out, labels=np.zeros(1000), store_dtype="float16",
+                         compressor="zstd")
+    assert 0 <= plan["seconds"] <= time.perf_counter() - before
+    assert plan["store"] == {"bits": False, "store_dtype": np.dtype(np.float16)}
+    assert plan["attrs"]["has_labels"] is True
+    write_plan(plan, krp, progress=False)
+    assert open_features(out).describe()["has_labels"] is True
+    assert "has_labels" not in plan_features(X, krp, tmp_path / "g.zarr")["attrs"]
+
+    zarr.open_group(str(out), mode="r+").attrs["complete"] = False
+    plan = plan_features(X, krp, out, store_dtype="float16", compressor="zstd")
+    assert (plan["action"], plan["missing"]) == ("resume", 0)
+    assert plan["attrs"]["compressor"] == "zstd"
+    write_plan(plan, krp, progress=False)
+    assert open_features(out).complete
+
+    fixtures = Path(__file__).parent / "fixtures" / "v0_1_0"
+    legacy = tmp_path / "legacy.zarr"
+    shutil.copytree(fixtures / "features.zarr", legacy)
+    spec = dkrp.from_spec(json.loads((fixtures / "krp.spec.json").read_text()))
+    plan = plan_features(open_dataset(fixtures / "dataset.zarr").X, spec, legacy)
+    assert plan["action"] == "noop" and "compressor" not in plan["attrs"]
+
+
+# -- the chunk-write tasks (survivors of the mutation run over tasks.py, tests/MUTATION.md) --
+
+
+def test_chunk_tasks_compute_in_the_run_dtype_and_store_what_is_asked(tmp_path, data):
+    # float32 input is featurized in float32 (not in float64 and cast), a store dtype
+    # holds the computed features cast once, and a value it cannot hold is refused,
+    # naming the partition and the global row
+    from dkrp.feature_store import write_plan
+
+    krp = _krp()
+    X32 = data.astype(np.float32)
+    write_features(da.from_array(X32, chunks=(250, 12)), krp, tmp_path / "a.zarr",
+                   progress=False)
+    by_block = np.vstack([krp.transform(X32[s:s + 250]) for s in range(0, 1000, 250)])
+    assert by_block.dtype == np.float32
+    assert open_features(tmp_path / "a.zarr").Z.compute().tobytes() == by_block.tobytes()
+    write_features(da.from_array(X32, chunks=(250, 12)), krp, tmp_path / "h.zarr",
+                   progress=False, store_dtype="float16")
+    assert open_features(tmp_path / "h.zarr").Z.compute().tobytes() == (
+        by_block.astype(np.float16).tobytes())
+
+    big = data.copy()
+    big[350] *= 1e4  # partition 3: features of about 1e8, beyond float16's 65504
+    out = tmp_path / "big.zarr"
+    plan = plan_features(da.from_array(big, chunks=(100, 12)), krp, out, store_dtype="float16")
+    with pytest.raises(ValueError, match=r"^Partition 3, row 350, component 0: the feature "
+                       r"value \S+ does not fit float16 \(largest 65504; it would be stored "
+                       r"as inf\)"):
+        write_plan(plan, krp, progress=False)
+    assert zarr.open_group(str(out), mode="r").attrs["complete"] is False
+
+
+def test_retries_are_logged_and_the_final_failure_is_a_whole_message(tmp_path, data, caplog):
+    from dkrp.feature_store import PartitionError
+
+    X = da.from_array(data, chunks=(100, 12))
+    out = tmp_path / "f.zarr"
+    with caplog.at_level(logging.WARNING, logger="dkrp.feature_store.tasks"), \
+            pytest.raises(PartitionError) as info:
+        write_features(X, _faulty(data, tmp_path / "s", times=2), out, progress=False,
+                       retries=1)
+    cause = info.value.__cause__
+    assert isinstance(cause, OSError)
+    assert caplog.messages == [f"partition 3 failed (attempt 1 of 2), retrying: {cause!r}"]
+    assert str(info.value) == (
+        f"Partition 3 (rows 300..399) failed after 2 attempts: OSError: {cause}; the store "
+        f"{out.absolute()} is not marked complete and its finished chunks are kept: fix the "
+        "cause and run the same job again to write the missing chunks.")
+    out = tmp_path / "g.zarr"
+    with pytest.raises(PartitionError) as info:
+        write_features(X, _faulty(data, tmp_path / "t"), out, progress=False)
+    assert str(info.value) == (
+        f"Partition 3 (rows 300..399) failed after 1 attempt: OSError: "
+        f"{info.value.__cause__}; the store {out.absolute()} is not marked complete and its "
+        "finished chunks are kept: fix the cause and run the same job again to write the "
+        "missing chunks (or pass retries=N, --retries N, if the error is transient).")
+
+
+def test_killed_worker_failures_and_the_store_token(tmp_path):
+    # a partition that killed its workers (what a cluster of worker processes reports,
+    # tests/test_reliability.py): the message and the attempts counted
+    import dask
+    from distributed import Client
+    from distributed.core import Status
+    from distributed.scheduler import KilledWorker, WorkerState
+
+    from dkrp.feature_store.tasks import _attempts, _partition_failure, _store_token
+    from dkrp.parallel import start_local_cluster
+
+    worker = WorkerState(address="tcp://127.0.0.1:4321", status=Status.running, pid=1,
+                         name="w", nthreads=1, memory_limit=0, local_directory=str(tmp_path),
+                         nanny=None, server_id="s")
+    exc = KilledWorker("dkrp-write-abc-3", worker, 3)
+    error = _partition_failure(exc, 3, (300, 399), tmp_path / "f.zarr", 4)
+    assert str(error) == (
+        f"Partition 3 (rows 300..399) killed its worker repeatedly (KilledWorker: {exc}); the "
+        "scheduler gave it up after distributed.scheduler.allowed-failures worker deaths; the "
+        f"store {tmp_path / 'f.zarr'} is not marked complete and its finished chunks are "
+        "kept: fix the cause and run the same job again to write the missing chunks.")
+    assert (error.partition, error.rows, error.attempts) == (3, (300, 399), 4)
+    assert _attempts(OSError(5, "EIO"), 2, None) == 3  # retries + 1
+    with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
+        assert _attempts(exc, 0, None) == 6  # no scheduler to ask: this process's setting
+    with dask.config.set({"distributed.scheduler.allowed-failures": 7}):
+        cluster = start_local_cluster(n_workers=1, threads_per_worker=1, processes=False)
+    with cluster, Client(cluster, set_as_default=False) as client:
+        # the scheduler's own setting, not this process's (3, dask's default, here)
+        assert dask.config.get("distributed.scheduler.allowed-failures") == 3
+        assert _attempts(exc, 0, client) == 8
+
+    assert _store_token(None) == _store_token({}) == ""
+    assert _store_token({"bits": False, "store_dtype": None}) == ""
+    assert _store_token({"bits": True, "store_dtype": None}) == "bits"
+    assert _store_token({"bits": False, "store_dtype": np.dtype(np.float16)}) == "<f2"
+    assert _store_token({"store_dtype": "float32"}) == "<f4"
+
+
+def test_progress_bar_starts_at_the_chunks_already_written(tmp_path, data, capsys):
+    # a resumed run's bar: "featurize", counted in chunks, from the 2 chunks on disk,
+    # cleared when done (leave=False: no line left behind)
+    X = da.from_array(data, chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(), out, progress=False)
+    zarr.open_array(str(out / "done"), mode="r+")[2:] = 0
+    zarr.open_group(str(out), mode="r+").attrs["complete"] = False
+    capsys.readouterr()
+    write_features(X, _krp(), out, progress=True)
+    err = capsys.readouterr().err
+    assert re.search(r"(^|\r)featurize:  50%\|[^|]*\| 2/4 \[[^]]*chunk/s\]", err), err
+    assert not err.endswith("\n")
+
+
+def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp_path, data,
+                                                                           caplog):
+    # the cluster path of the chunk tasks (Client.compute(retries=), as_completed), on an
+    # in-process cluster whose worker runs in this process; the default client is used
+    # when none is given
+    from distributed import Client, get_task_stream
+
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store import PartitionError
+    from dkrp.parallel import start_local_cluster
+    from dkrp.testing.faulty import fault_pids
+
+    X = da.from_array(data, chunks=(100, 12))
+    X32 = da.from_array(data.astype(np.float32), chunks=(250, 12))
+    krp = _krp()
+    spe = SignProductEmbedding(n_components=20, random_state=2).fit_n_features(12)
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
+        with Client(cluster, set_as_default=False) as client:
+            write_features(X, _faulty(data, tmp_path / "a"), tmp_path / "ok.zarr",
+                           client=client, progress=False, retries=1)
+            with pytest.raises(PartitionError) as info:
+                write_features(X, _faulty(data, tmp_path / "b"), tmp_path / "bad.zarr",
+                               client=client, progress=False)
+            write_features(X32, krp, tmp_path / "h.zarr", client=client, progress=False,
+                           store_dtype="float16")
+            write_features(X, spe, tmp_path / "b.zarr", client=client, progress=False,
+                           bits=True)
+        # the default client's own path: its scheduler retries a failed task (no in-task
+        # retry, which would log a warning here)
+        with Client(cluster) as default, get_task_stream(default) as stream, \
+                caplog.at_level(logging.WARNING, logger="dkrp.feature_store.tasks"):
+            write_features(X, _faulty(data, tmp_path / "c"), tmp_path / "d.zarr",
+                           progress=False, retries=1)
+        assert len(stream.data) >= 10  # the ten chunk tasks ran on the default client
+        assert len(fault_pids(tmp_path / "c")) == 1
+        assert [r for r in caplog.records if r.name == "dkrp.feature_store.tasks"] == []
+    assert len(fault_pids(tmp_path / "a")) == 1  # failed once, then retried
+    assert open_features(tmp_path / "ok.zarr").Z.compute().tobytes() == (
+        krp.transform(data).tobytes())
+    err = info.value
+    assert str(err) == (
+        f"Partition 3 (rows 300..399) failed after 1 attempt: OSError: {err.__cause__}; the "
+        f"store {(tmp_path / 'bad.zarr').absolute()} is not marked complete and its finished "
+        "chunks are kept: fix the cause and run the same job again to write the missing "
+        "chunks (or pass retries=N, --retries N, if the error is transient).")
+    assert (err.partition, err.rows, err.attempts) == (3, (300, 399), 1)
+    assert isinstance(err.__cause__, OSError)
+    by_block = np.vstack([krp.transform(data[s:s + 250].astype(np.float32))
+                          for s in range(0, 1000, 250)])
+    assert open_features(tmp_path / "h.zarr").Z.compute().tobytes() == (
+        by_block.astype(np.float16).tobytes())
+    assert np.array_equal(open_features(tmp_path / "b.zarr").Z.compute(),
+                          spe.transform_bits(data))
+    assert open_features(tmp_path / "d.zarr").Z.compute().tobytes() == (
+        krp.transform(data).tobytes())
+
+
+def _held(block, gate):
+    """A row block held back until the file ``gate`` exists (module-level: dask pickles
+    it, and a worker may import its own copy of this module)."""
+    import time
+
+    for _ in range(1200):  # at most a minute
+        if block.size == 0 or Path(gate).exists():  # (dask calls it on an empty meta)
+            break
+        time.sleep(0.05)
+    return block
+
+
+# two runs finishing at once in one process: consolidate()'s warnings.catch_warnings is
+# process-wide, so one run's exit from it can let the other's zarr warning through
+@pytest.mark.filterwarnings("ignore:Consolidated metadata")
+def test_chunk_tasks_of_two_runs_at_once_on_one_client_are_their_own(tmp_path, data):
+    # the task keys name the store: two runs of the same job into two stores at the same
+    # time on one client share no task (a shared key would leave one store unwritten)
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    gate = tmp_path / "gate"
+    X = da.from_array(data, chunks=(250, 12)).map_blocks(_held, str(gate), dtype=data.dtype)
+    krp = _krp()
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        first = threading.Thread(target=write_features, args=(X, krp, tmp_path / "a.zarr"),
+                                 kwargs={"client": client, "progress": False}, daemon=True)
+        first.start()
+        timer = threading.Timer(2.0, gate.touch)
+        timer.start()
+        write_features(X, krp, tmp_path / "b.zarr", client=client, progress=False)
+        first.join()
+        timer.join()
+
+    assert open_features(tmp_path / "a.zarr").complete
+    assert open_features(tmp_path / "b.zarr").complete
+    assert store_digest(tmp_path / "a.zarr") == store_digest(tmp_path / "b.zarr")

@@ -210,6 +210,10 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                    f"{format_bytes(total) if total is not None else '?'} in "
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
+        if summary.get("refusal"):
+            from ._group import _cli_wording
+
+            click.echo(f"The real run would stop: {_cli_wording(summary['refusal'])}")
         return
     click.echo(_summary_line(summary, time.perf_counter() - started))
 

@@ -286,14 +286,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     old, aligned, attrs, problems = compare(path)
     started = int(old.get("chunk_rows", 0)) if old is not None else None
     if not overwrite and problems == [_chunk_rows_problem(started, new_rows)]:
-        raise FeatureStoreMismatchError(
-            f"The feature store {path} was started with {started} rows per chunk, but "
-            f"chunk_rows={new_rows} (--chunk-rows {new_rows}) was given; a store keeps the "
-            "chunk grid it was started with. Nothing was changed. To resume it, run again "
-            f"without chunk_rows (--chunk-rows) or with chunk_rows={started}; for "
-            f"{new_rows} rows per chunk, write to a new path (or pass overwrite=True "
-            "(--overwrite) to build the new store beside it and replace it once complete)."
-        )
+        raise FeatureStoreMismatchError(chunk_rows_refusal(path, started, new_rows))
     if problems and not overwrite:
         raise FeatureStoreMismatchError(
             f"The feature store {path} was made by another run: "
@@ -335,6 +328,22 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             "attrs": attrs, "X": aligned, "dtype": out_dtype, "store": store,
             "missing": missing,
             "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
+
+
+def chunk_rows_refusal(path, started, asked) -> str:
+    """Why a store started with ``started`` rows per chunk is not resumed with ``asked``.
+
+    The message of :func:`plan_features`' refusal, which a dry run
+    (:func:`dkrp.jobs.size_job`) reports too.
+    """
+    return (
+        f"The feature store {path} was started with {started} rows per chunk, but "
+        f"chunk_rows={asked} (--chunk-rows {asked}) was given; a store keeps the "
+        "chunk grid it was started with. Nothing was changed. To resume it, run again "
+        f"without chunk_rows (--chunk-rows) or with chunk_rows={started}; for "
+        f"{asked} rows per chunk, write to a new path (or pass overwrite=True "
+        "(--overwrite) to build the new store beside it and replace it once complete)."
+    )
 
 
 def _chunk_rows_problem(started, asked) -> str:
