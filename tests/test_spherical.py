@@ -339,17 +339,25 @@ def test_version_3_is_version_2_bit_for_bit_where_version_2_meets_the_target(d, 
     assert v3.version == 3 and v3.restarts == v2.restarts
 
 
-def test_version_3_reaches_the_floor_where_version_2_stalled():
+@pytest.mark.parametrize(("d", "degree", "scale", "version", "stall"), [
     # d = 16, p = 7, a = 4: version 2 ends 2.5x above the floor (one Gaussian cannot
     # follow its single thin shell at r = 3.77); version 3's shell starts come within
     # SHELL_STOP of the grid floor, which is within 1 % of l2_floor's (finer radii)
-    v2 = _srf_fit.fit_surrogate(16, 7, 4.0, 10, version=2)
-    v3 = _srf_fit.fit_surrogate(16, 7, 4.0, 10, version=3)
-    floor = _srf_fit.l2_floor(16, 7, 4.0).objective
-    assert v2.objective > 2.0 * floor
-    assert v3.objective <= _srf_fit.SHELL_STOP * 1.01 * floor
-    assert v3.restarts > _srf_fit.N_RESTARTS
-    assert v3.objective == pytest.approx(_sampled_objective(v3, 16, 7, 4.0), rel=1e-9)
+    (16, 7, 4.0, 3, 2.0),
+    # d = 16, p = 20, a = 4: version 3's best shell start ends 12x above the floor (L-BFGS
+    # stalls in the shell starts' narrow valleys); Gauss-Newton from the same starts
+    # comes within SHELL_STOP of the grid floor
+    (16, 20, 4.0, 4, 10.0),
+])
+def test_a_version_reaches_the_floor_where_the_one_before_stalled(d, degree, scale, version,
+                                                                   stall):
+    old = _srf_fit.fit_surrogate(d, degree, scale, 10, version=version - 1)
+    new = _srf_fit.fit_surrogate(d, degree, scale, 10, version=version)
+    floor = _srf_fit.l2_floor(d, degree, scale).objective
+    assert old.objective > stall * floor
+    assert new.objective <= _srf_fit.SHELL_STOP * 1.01 * floor
+    assert new.restarts > old.restarts
+    assert new.objective == pytest.approx(_sampled_objective(new, d, degree, scale), rel=1e-9)
 
 
 def test_unknown_fitter_version_is_a_clear_error():
@@ -389,19 +397,6 @@ def test_version_4_is_version_3_bit_for_bit_where_version_3_meets_the_target(d, 
     assert (v4.sigma, v4.coef, v4.objective, v4.mass, v4.max_error) == (
         v3.sigma, v3.coef, v3.objective, v3.mass, v3.max_error)
     assert v4.version == 4 and v4.restarts == v3.restarts
-
-
-def test_version_4_reaches_the_floor_where_version_3_stalled():
-    # d = 16, p = 20, a = 4: version 3's best shell start ends 12x above the floor (L-BFGS
-    # stalls in the shell starts' narrow valleys); Gauss-Newton from the same
-    # starts comes within SHELL_STOP of the grid floor, within 1 % of l2_floor's
-    v3 = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=3)
-    v4 = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=4)
-    floor = _srf_fit.l2_floor(16, 20, 4.0).objective
-    assert v3.objective > 10.0 * floor
-    assert v4.objective <= _srf_fit.SHELL_STOP * 1.01 * floor
-    assert v4.restarts > v3.restarts
-    assert v4.objective == pytest.approx(_sampled_objective(v4, 16, 20, 4.0), rel=1e-9)
 
 
 _GAUSS_NEWTON_DIGEST = """
