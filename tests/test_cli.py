@@ -223,17 +223,23 @@ def _npy_dataset(tmp_path, n=3000, d=12, chunk_rows=500):
     return tmp_path / "x.zarr", X
 
 
-def test_resume_with_another_chunk_rows_is_one_line_saying_what_to_do(tmp_path):
-    # a partial store begun with 300 rows per chunk; --chunk-rows 200 on the same job is
-    # refused before any cluster starts, naming the grid and the ways on
+def _krp_store_on_300_row_chunks(tmp_path):
+    """A 1,000-row dataset and a complete KRP store of it written 300 rows per chunk."""
     from dkrp.jobs import featurize_to_store
     from dkrp.methods import make_projector
 
     ds, _ = _npy_dataset(tmp_path, n=1000)
     out = tmp_path / "f.zarr"
-    options = {"n_components": 40, "n_hyperplanes": 80, "random_state": 3}
-    featurize_to_store(ds, out, make_projector("krp", **options), chunk_rows=300,
-                       progress=False)
+    featurize_to_store(ds, out, make_projector("krp", n_components=40, n_hyperplanes=80,
+                                               random_state=3),
+                       chunk_rows=300, progress=False)
+    return ds, out
+
+
+def test_resume_with_another_chunk_rows_is_one_line_saying_what_to_do(tmp_path):
+    # a partial store begun with 300 rows per chunk; --chunk-rows 200 on the same job is
+    # refused before any cluster starts, naming the grid and the ways on
+    ds, out = _krp_store_on_300_row_chunks(tmp_path)
     (out / "Z" / "c" / "2" / "0").unlink()  # as if killed before chunk 2
     r = _run("featurize", ds, out, "--method", "krp", "--n-components", 40,
              "--n-hyperplanes", 80, "--seed", 3, "--chunk-rows", 200, "--quiet")
@@ -250,14 +256,7 @@ def test_dry_run_with_another_chunk_rows_says_the_real_run_would_stop(tmp_path):
     # the dry run sizes the store's own grid, and says in one more line what the real run
     # says when --chunk-rows is not that grid; with --overwrite the replacement is sized
     # on the grid asked for
-    from dkrp.jobs import featurize_to_store
-    from dkrp.methods import make_projector
-
-    ds, _ = _npy_dataset(tmp_path, n=1000)
-    out = tmp_path / "f.zarr"
-    options = {"n_components": 40, "n_hyperplanes": 80, "random_state": 3}
-    featurize_to_store(ds, out, make_projector("krp", **options), chunk_rows=300,
-                       progress=False)
+    ds, out = _krp_store_on_300_row_chunks(tmp_path)
     before = sorted(p.name for p in out.rglob("*"))
     job = ("featurize", ds, out, "--method", "krp", "--n-components", 40, "--n-hyperplanes",
            80, "--seed", 3, "--dry-run", "--quiet")
