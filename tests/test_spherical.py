@@ -365,25 +365,6 @@ def test_unknown_fitter_version_is_a_clear_error():
         _srf_fit.fit_surrogate(16, 3, 4.0, 10, version=5)
 
 
-_SHELL_DIGEST = """
-import hashlib, numpy as np
-from dkrp.features import _srf_fit
-fit = _srf_fit.fit_surrogate(16, 7, 4.0, 10, version=3)
-print(fit.restarts, hashlib.sha256(np.asarray(fit.sigma + fit.coef).tobytes()).hexdigest())
-"""
-
-
-def test_shell_start_fit_is_the_same_in_two_processes():
-    # version 3's shell starts (NNLS, least squares, L-BFGS) are part of the seed
-    # contract: the same (d, p, a, N) gives the same surrogate bit for bit anywhere
-    digests = _outputs_of_two_processes(_SHELL_DIGEST)
-    assert digests[0] == digests[1]
-    fit = _srf_fit.fit_surrogate(16, 7, 4.0, 10, version=3)
-    assert fit.restarts > _srf_fit.N_RESTARTS  # the shell starts ran
-    assert digests[0] == f"{fit.restarts} " + hashlib.sha256(
-        np.asarray(fit.sigma + fit.coef).tobytes()).hexdigest()
-
-
 @pytest.mark.parametrize(("d", "degree", "scale"), [(20, 3, 4.0), (16, 7, 4.0), (32, 20, 2.0),
                                                     (128, 20, 2.0), (256, 10, 3.0)])
 def test_version_4_is_version_3_bit_for_bit_where_version_3_meets_the_target(d, degree,
@@ -399,21 +380,26 @@ def test_version_4_is_version_3_bit_for_bit_where_version_3_meets_the_target(d, 
     assert v4.version == 4 and v4.restarts == v3.restarts
 
 
-_GAUSS_NEWTON_DIGEST = """
+_FIT_DIGEST = """
 import hashlib, numpy as np
 from dkrp.features import _srf_fit
-fit = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=4)
+fit = _srf_fit.fit_surrogate({d}, {degree}, {scale}, 10, version={version})
 print(fit.restarts, hashlib.sha256(np.asarray(fit.sigma + fit.coef).tobytes()).hexdigest())
 """
 
 
-def test_gauss_newton_fit_is_the_same_in_two_processes():
-    # version 4's Gauss-Newton (a trust region, its SVDs on one BLAS thread) is part of the
-    # seed contract like version 3's shell starts
-    digests = _outputs_of_two_processes(_GAUSS_NEWTON_DIGEST)
+@pytest.mark.parametrize(("d", "degree", "scale", "version"), [
+    (16, 7, 4.0, 3),   # version 3's shell starts (NNLS, least squares, L-BFGS)
+    (16, 20, 4.0, 4),  # version 4's Gauss-Newton (a trust region, SVDs on one BLAS thread)
+])
+def test_extra_fit_steps_are_the_same_in_two_processes(d, degree, scale, version):
+    # part of the seed contract: the same (d, p, a, N) gives the same surrogate bit for
+    # bit anywhere
+    digests = _outputs_of_two_processes(
+        _FIT_DIGEST.format(d=d, degree=degree, scale=scale, version=version))
     assert digests[0] == digests[1]
-    fit = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=4)
-    v3 = _srf_fit.fit_surrogate(16, 20, 4.0, 10, version=3)
-    assert fit.restarts > v3.restarts  # Gauss-Newton ran
+    fit = _srf_fit.fit_surrogate(d, degree, scale, 10, version=version)
+    before = _srf_fit.fit_surrogate(d, degree, scale, 10, version=version - 1)
+    assert fit.restarts > before.restarts  # the version's own step ran
     assert digests[0] == f"{fit.restarts} " + hashlib.sha256(
         np.asarray(fit.sigma + fit.coef).tobytes()).hexdigest()
