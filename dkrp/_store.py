@@ -18,12 +18,15 @@ describes either kind. Chunk-level checks (present, checksum) live in
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 __all__ = ["FORMATS", "read_attrs", "check_store", "consolidate"]
 
 #: ``dkrp_format`` -> (what it is called in messages, newest version this dkrp reads)
 FORMATS = {"dataset": ("dataset store", 1), "features": ("feature store", 2)}
+
+_CONSOLIDATE_LOCK = threading.Lock()
 
 
 def read_attrs(path) -> dict | None:
@@ -96,7 +99,9 @@ def consolidate(path) -> None:
 
     import zarr
 
-    with warnings.catch_warnings():
+    # catch_warnings swaps the process-wide filters: two runs finishing at once in one
+    # process would otherwise restore each other's and let zarr's warning through
+    with _CONSOLIDATE_LOCK, warnings.catch_warnings():
         # "not part of the Zarr format 3 specification": readers that ignore it read the
         # per-array zarr.json files, which stay authoritative
         warnings.filterwarnings("ignore", message="Consolidated metadata",

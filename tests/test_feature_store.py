@@ -104,6 +104,8 @@ def test_resume_with_another_run_is_refused_and_store_unchanged(tmp_path, data, 
         write_features(other, change.get("projector", _krp()), out, progress=False,
                        dtype=change.get("dtype"))
     assert "Nothing was changed" in str(info.value) and "overwrite" in str(info.value)
+    # named once (a map's n_components is also the store's: said once, not twice)
+    assert len(re.findall(r"(?<!\w)" + re.escape(named) + r"[^:;]*: store", str(info.value))) == 1
     assert store_digest(out) == before
     # overwrite=True replaces it
     summary = write_features(other, change.get("projector", _krp()), out, progress=False,
@@ -1006,12 +1008,11 @@ def _held(block, gate):
     return block
 
 
-# two runs finishing at once in one process: consolidate()'s warnings.catch_warnings is
-# process-wide, so one run's exit from it can let the other's zarr warning through
-@pytest.mark.filterwarnings("ignore:Consolidated metadata")
 def test_chunk_tasks_of_two_runs_at_once_on_one_client_are_their_own(tmp_path, data):
     # the task keys name the store: two runs of the same job into two stores at the same
-    # time on one client share no task (a shared key would leave one store unwritten)
+    # time on one client share no task (a shared key would leave one store unwritten, and
+    # its run waiting for ever: each run has a minute). Both finish at once in one process,
+    # which also checks that consolidate() lets no zarr warning through (warnings are errors)
     from distributed import Client
 
     from dkrp.parallel import start_local_cluster
@@ -1019,16 +1020,27 @@ def test_chunk_tasks_of_two_runs_at_once_on_one_client_are_their_own(tmp_path, d
     gate = tmp_path / "gate"
     X = da.from_array(data, chunks=(250, 12)).map_blocks(_held, str(gate), dtype=data.dtype)
     krp = _krp()
+    errors = []
+
+    def run(name):
+        try:
+            write_features(X, krp, tmp_path / name, client=client, progress=False)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            errors.append(exc)
+
     with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
             Client(cluster, set_as_default=False) as client:
-        first = threading.Thread(target=write_features, args=(X, krp, tmp_path / "a.zarr"),
-                                 kwargs={"client": client, "progress": False}, daemon=True)
-        first.start()
+        runs = [threading.Thread(target=run, args=(name,), daemon=True)
+                for name in ("a.zarr", "b.zarr")]
+        for thread in runs:
+            thread.start()
         timer = threading.Timer(2.0, gate.touch)
         timer.start()
-        write_features(X, krp, tmp_path / "b.zarr", client=client, progress=False)
-        first.join()
+        for thread in runs:
+            thread.join(timeout=60)
         timer.join()
+        assert not any(thread.is_alive() for thread in runs), "a run never finished"
+    assert errors == []
 
     assert open_features(tmp_path / "a.zarr").complete
     assert open_features(tmp_path / "b.zarr").complete

@@ -337,7 +337,9 @@ def _mismatches(old: dict, new: dict) -> list[str]:
             f"{new_spec['n_features_in']}"
         )
     for key in ("dtype", "n_samples", "n_components"):
-        if old.get(key) != new[key]:
+        if old.get(key) != new[key] and (
+                key != "n_components" or old_params.get(key) == new_params.get(key)):
+            # (a map's n_components parameter, when it differs, was named above)
             out.append(f"{key}: store {old.get(key)!r}, this run {new[key]!r}")
     # stores written before these attributes: float features computed in their dtype
     defaults = {"encoding": FLOAT, "compute_dtype": old.get("dtype")}
