@@ -939,6 +939,30 @@ def test_progress_bar_starts_at_the_chunks_already_written(tmp_path, data, capsy
     assert not err.endswith("\n")
 
 
+def test_progress_bar_counts_each_chunk_once(tmp_path):
+    # every count the bar shows, with tqdm told to draw each update (its TQDM_* variables,
+    # read when tqdm is imported: hence a fresh process): 1/4 .. 4/4, never past the total
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import dask.array as da, numpy as np\n"
+        "from dkrp import PolynomialRandomProjection\n"
+        "from dkrp.feature_store import write_features\n"
+        "X = da.from_array(np.random.default_rng(0).standard_normal((1000, 12)), "
+        "chunks=(250, 12))\n"
+        "krp = PolynomialRandomProjection(n_components=40, n_hyperplanes=80, "
+        "random_state=3).fit_n_features(12)\n"
+        f"write_features(X, krp, {str(tmp_path / 'f.zarr')!r}, progress=True)\n"
+    )
+    env = {**os.environ, "TQDM_MININTERVAL": "0", "TQDM_MINITERS": "1"}
+    err = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stderr
+    counts = re.findall(r"featurize:[^|]*\|[^|]*\| (\d+)/4 ", err)
+    assert counts[-4:] == ["1", "2", "3", "4"] and set(counts) <= {"0", "1", "2", "3", "4"}, err
+
+
 def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp_path, data,
                                                                            caplog):
     # the cluster path of the chunk tasks (Client.compute(retries=), as_completed), on an
@@ -1045,3 +1069,40 @@ def test_chunk_tasks_of_two_runs_at_once_on_one_client_are_their_own(tmp_path, d
     assert open_features(tmp_path / "a.zarr").complete
     assert open_features(tmp_path / "b.zarr").complete
     assert store_digest(tmp_path / "a.zarr") == store_digest(tmp_path / "b.zarr")
+
+
+
+def _held_inner(block, gate, block_info=None):
+    """:func:`_held` for every row block but the first and the last (those the plan reads)."""
+    index, count = block_info[0]["chunk-location"][0], block_info[0]["num-chunks"][0]
+    return block if index in (0, count - 1) else _held(block, gate)
+
+
+def test_a_failed_run_on_a_client_cancels_its_pending_chunks(tmp_path, data):
+    # the failure of one partition ends the run: the chunks not yet written are cancelled,
+    # not left to run on the cluster while the caller holds the exception (a notebook
+    # keeps the last traceback, and with it the run's futures). Partitions 1-8 are held
+    # until partition 0 has failed; a thread for each, so none waits behind another.
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    bad = data.copy()
+    bad[5, 0] = np.nan  # partition 0 fails; the plan reads only the first and last rows
+    gate = tmp_path / "gate"
+    X = da.from_array(bad, chunks=(100, 12)).map_blocks(_held_inner, str(gate),
+                                                         dtype=bad.dtype)
+    out = tmp_path / "f.zarr"
+    with start_local_cluster(n_workers=1, threads_per_worker=10, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with pytest.raises(ValueError, match="NaN") as info:
+            write_features(X, _krp(), out, client=client, progress=False)
+        gate.touch()
+        for _ in range(100):  # until the held blocks and whatever follows them are done
+            if not any(client.processing().values()):
+                break
+            threading.Event().wait(0.05)
+        threading.Event().wait(0.5)
+        written = int(zarr.open_array(str(out / "done"), mode="r")[:].sum())
+        assert info.value.__traceback__ is not None  # the run's frames are still held
+    assert written <= 1, f"{written} chunks were written after the run failed"
