@@ -81,7 +81,8 @@ def start_local_cluster(
     The scheduler, the dashboard and every worker and nanny bind to 127.0.0.1 (a
     Dask scheduler runs arbitrary code for whoever can reach it). Each worker gets
     ``DKRP_NUM_THREADS`` = its share of the CPUs, so transforms inside tasks do not
-    oversubscribe the machine.
+    oversubscribe the machine, and starts with :data:`WORKER_MALLOC_ENV` (unless the
+    dask config sets those variables otherwise).
     """
     from distributed import LocalCluster
 
@@ -123,8 +124,39 @@ def start_local_cluster(
     # inherit that (Python keeps an ignored SIGINT ignored), and a worker a nanny
     # restarts later ignores it through the preload.
     options["preload"] = [*list(options.get("preload") or []), "dkrp._worker_signals"]
-    with _sigint_ignored():
+    import dask
+
+    # pre-spawn: glibc reads them when the process starts (a nanny keeps them for restarts)
+    spawn_env = {**(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {}),
+                 **_worker_malloc_env()}
+    with _sigint_ignored(), dask.config.set({"distributed.nanny.pre-spawn-environ": spawn_env}):
         return LocalCluster(**options)
+
+
+#: glibc malloc settings of dkrp's worker processes (read by glibc when a process starts).
+#: distributed sets ``MALLOC_TRIM_THRESHOLD_=65536`` (its ``nanny.pre-spawn-environ``) so
+#: that workers hand freed memory back to the OS at once; that also fixes glibc's mmap
+#: threshold at 128 KiB, so every array a task allocates comes as fresh pages from the
+#: kernel, and on this project's machines a fresh page costs far more than a reused one
+#: (benchmarks/RESULTS.md, ``bench_memory``). Measured on the MNIST shape (KRP g=2,
+#: k=1500, p=488, 10,240-row chunks read from a dataset store, one thread): 60,000 minor
+#: faults and 1.08 s per pass with distributed's setting, 2,400 faults and 0.88-0.95 s with
+#: glibc's defaults or these (the pass reuses its freed buffers). A worker keeps up to
+#: ``MALLOC_TRIM_THRESHOLD_`` of freed memory for reuse instead of returning it.
+WORKER_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(256 * 2**20),
+                     "MALLOC_MMAP_THRESHOLD_": str(32 * 2**20)}
+
+
+def _worker_malloc_env() -> dict:
+    """:data:`WORKER_MALLOC_ENV`, less what the user's dask config
+    (``distributed.nanny.pre-spawn-environ``) sets to other than distributed's default:
+    a setting of theirs is kept."""
+    import dask
+
+    configured = dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {}
+    defaults = {"MALLOC_TRIM_THRESHOLD_": 65536}
+    return {k: v for k, v in WORKER_MALLOC_ENV.items()
+            if k not in configured or configured[k] == defaults.get(k)}
 
 
 @contextlib.contextmanager

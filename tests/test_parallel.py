@@ -145,6 +145,40 @@ def test_embedded_cluster_listens_on_loopback_only(cluster, client):
     assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
 
 
+def _start_environ():
+    """In a worker: the environment its process started with (what glibc read)."""
+    with open("/proc/self/environ", "rb") as f:
+        items = [i.split(b"=", 1) for i in f.read().split(b"\0") if b"=" in i]
+    return {k.decode(): v.decode() for k, v in items}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="needs Linux /proc")
+def test_embedded_cluster_workers_start_with_dkrp_malloc_settings(cluster, client):
+    # distributed's MALLOC_TRIM_THRESHOLD_=65536 makes every array a task allocates fresh
+    # pages; dkrp's own workers start with WORKER_MALLOC_ENV instead, set before the
+    # process starts (glibc reads it then: an os.environ change inside the worker is too late)
+    from dkrp.parallel import WORKER_MALLOC_ENV
+
+    for env in client.run(_start_environ).values():
+        assert {k: env.get(k) for k in WORKER_MALLOC_ENV} == WORKER_MALLOC_ENV
+
+
+def test_a_users_malloc_setting_is_kept():
+    import dask
+
+    from dkrp.parallel import WORKER_MALLOC_ENV, _worker_malloc_env
+
+    assert _worker_malloc_env() == WORKER_MALLOC_ENV  # distributed's default is replaced
+    key = "distributed.nanny.pre-spawn-environ"
+    with dask.config.set({key: {"MALLOC_TRIM_THRESHOLD_": 1 << 20}}):
+        assert _worker_malloc_env() == {
+            "MALLOC_MMAP_THRESHOLD_": WORKER_MALLOC_ENV["MALLOC_MMAP_THRESHOLD_"]}
+    with dask.config.set({key: {"MALLOC_TRIM_THRESHOLD_": 65536,
+                                "MALLOC_MMAP_THRESHOLD_": 1 << 16}}):
+        assert _worker_malloc_env() == {
+            "MALLOC_TRIM_THRESHOLD_": WORKER_MALLOC_ENV["MALLOC_TRIM_THRESHOLD_"]}
+
+
 def _widest_pool():
     """In a worker: the most threads a dkrp row-block pool of this process has (1: none)."""
     from dkrp import _threading
