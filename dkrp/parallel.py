@@ -156,7 +156,7 @@ def _worker_malloc_env() -> dict:
     configured = dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {}
     defaults = {"MALLOC_TRIM_THRESHOLD_": 65536}
     return {k: v for k, v in WORKER_MALLOC_ENV.items()
-            if k not in configured or configured[k] == defaults.get(k)}
+            if k not in configured or str(configured[k]) == str(defaults.get(k))}
 
 
 @contextlib.contextmanager
