@@ -21,6 +21,7 @@ POSIX) file systems are supported, as everywhere in dkrp: a chunk is a file.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,61 @@ def chunk_region(array, coords) -> tuple[slice, ...]:
         slice(c * size, min((c + 1) * size, extent))
         for c, size, extent in zip(coords, array.chunks, array.shape, strict=True)
     )
+
+
+def write_rows(array_dir, array, row_start, block) -> None:
+    """``array[row_start:row_start + len(block)] = block``, for a 2-D Zarr v3 ``array``
+    stored in directory ``array_dir``.
+
+    When ``block`` is exactly one whole chunk of an array stored raw with a checksum
+    (codecs ``bytes`` little-endian then ``crc32c``: a feature store without compressor),
+    the chunk file is written here, the block's bytes then their CRC-32C, to a temporary
+    file renamed into place as Zarr's local store does: the same bytes Zarr writes,
+    without its two copies of the chunk (the checksum codec appends to a new array),
+    which cost more than the disk on a fresh-memory machine
+    (``benchmarks/bench_store_encodings.py``). Anything else goes through Zarr.
+    """
+    rows = int(block.shape[0])
+    chunk_rows = int(array.chunks[0])
+    if not (_raw_with_checksum(array, block) and rows == chunk_rows
+            and row_start % chunk_rows == 0 and tuple(block.shape) == tuple(array.chunks)):
+        array[row_start:row_start + rows] = block
+        return
+    import uuid
+
+    import google_crc32c
+
+    data = block.reshape(-1).view(np.uint8)
+    crc = np.array([google_crc32c.value(data)], dtype="<u4").tobytes()
+    path = Path(array_dir) / chunk_key(array, (row_start // chunk_rows, 0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{uuid.uuid4().hex}.partial")  # Zarr's name for it
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.write(crc)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _raw_with_checksum(array, block) -> bool:
+    """Whether ``array`` stores chunks as little-endian bytes plus a crc32c, and
+    ``block`` is C-contiguous in the array's dtype, native little-endian."""
+    from zarr.codecs import BytesCodec, Crc32cCodec
+
+    codecs = tuple(getattr(array.metadata, "codecs", ()))
+    if len(codecs) != 2 or not isinstance(codecs[1], Crc32cCodec):
+        return False
+    if not isinstance(codecs[0], BytesCodec):
+        return False
+    dtype = np.dtype(block.dtype)
+    little = dtype.byteorder == "|" or (dtype.isnative and sys.byteorder == "little")
+    endian = getattr(codecs[0].endian, "value", codecs[0].endian)
+    return (array.ndim == 2 and dtype == np.dtype(array.dtype) and little
+            and (endian in (None, "little") or dtype.itemsize == 1)
+            and block.flags.c_contiguous)
 
 
 def _all_chunks(array):

@@ -1106,3 +1106,31 @@ def test_a_failed_run_on_a_client_cancels_its_pending_chunks(tmp_path, data):
         written = int(zarr.open_array(str(out / "done"), mode="r")[:].sum())
         assert info.value.__traceback__ is not None  # the run's frames are still held
     assert written <= 1, f"{written} chunks were written after the run failed"
+
+
+@pytest.mark.parametrize(("dtype", "options"), [
+    (np.float64, {}), (np.float32, {}), (np.float32, {"store_dtype": "float16"}),
+    (np.float64, {"compressor": "zstd"}), (np.float64, {"bits": True}),
+])
+def test_chunk_files_are_the_bytes_zarr_writes(tmp_path, data, dtype, options):
+    # whole chunks of a raw + crc32c array are written by dkrp (_chunks.write_rows), not
+    # by zarr: every chunk file must be the one zarr writes for the same values
+    from dkrp import SignProductEmbedding
+
+    X = da.from_array(data.astype(dtype), chunks=(300, 12))  # 3 whole chunks, 1 partial
+    est = (SignProductEmbedding(n_components=20, random_state=2).fit_n_features(12)
+           if options.get("bits") else _krp())
+    out = tmp_path / "f.zarr"
+    write_features(X, est, out, progress=False, **options)
+    Z = zarr.open_array(str(out / "Z"), mode="r")
+    ref = zarr.create_array(str(tmp_path / "ref"), shape=Z.shape, chunks=Z.chunks,
+                            dtype=Z.dtype, fill_value=Z.fill_value, serializer=Z.serializer,
+                            compressors=Z.compressors, config={"write_empty_chunks": True})
+    ref[:] = Z[:]  # (a read checks every chunk's crc32c)
+    ours = {p.relative_to(out / "Z"): p.read_bytes() for p in (out / "Z" / "c").rglob("*")
+            if p.is_file()}
+    theirs = {p.relative_to(tmp_path / "ref"): p.read_bytes()
+              for p in (tmp_path / "ref" / "c").rglob("*") if p.is_file()}
+    assert len(ours) == 4 and ours.keys() == theirs.keys()
+    assert all(ours[k] == theirs[k] for k in ours)
+    assert not list(out.rglob("*.partial"))

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._blockwise import row_offsets, spec_json, transform_partition
+from .._chunks import write_rows
 from ..errors import PartitionError, PartitionInputError
 from .encoding import encode_block
 
@@ -36,8 +37,8 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
     Z = transform_partition(block, spec_text, dtype, row_start, chunk, bits=store == "bits")
     if store not in ("", "bits"):
         Z = encode_block(Z, np.dtype(store), chunk, row_start)
-    stop = row_start + Z.shape[0]
-    zarr.open_array(str(Path(path) / "Z"), mode="r+")[row_start:stop] = Z
+    features = Path(path) / "Z"
+    write_rows(features, zarr.open_array(str(features), mode="r+"), row_start, Z)
     # the marker comes after the chunk: a task killed in between leaves the chunk "missing"
     zarr.open_array(str(Path(path) / "done"), mode="r+")[chunk] = 1
     return chunk, int(Z.shape[0])
