@@ -45,8 +45,11 @@ def _regular_chunk_rows(chunks) -> int | None:
 #: (ingest sizes chunks by *input* bytes: 64 MiB of 54 features is 2.5 GB of 2000 features).
 #: Of 8, 16, 32, 64 and 128 MiB, 64 MiB cost the least CPU on the Covertype and MNIST shapes
 #: on a 2-worker cluster (benchmarks/RESULTS.md, section ``bench_distributed_ratio``);
-#: smaller chunks pay per-task and per-read overheads. A store keeps the ``chunk_rows``
-#: it recorded when resumed, whatever this is.
+#: smaller chunks pay per-task and per-read overheads. Four later runs of 32-256 MiB
+#: (quiet machine): on Covertype 64 MiB was the fastest in three, 256 MiB in one (2.40 s
+#: against 2.54 s); on MNIST 32 and 64 MiB were within 5 % of each other in three, 32 MiB
+#: ahead in one; 128 and 256 MiB leave MNIST's 2 workers 3 or 2 chunks and lose 25-55 %
+#: of the speed. A store keeps the ``chunk_rows`` it recorded when resumed, whatever this is.
 TARGET_CHUNK_BYTES = 64 * 2**20
 
 #: Row blocks of the transforms (512 for KRP, 1024 for RFF, 2048 for Maclaurin): chunk
