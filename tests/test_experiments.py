@@ -157,6 +157,11 @@ def test_report_judges_full_runs_against_the_published_numbers(tmp_path):
                in line)
     assert "differs" in row
     assert "data not available here" in text  # the Webspam rows are kept
+    # full Covertype (Table 11): only a subset is here, run under another label
+    row = next(line for line in text.splitlines()
+               if line.startswith("| Table 11 | covtype | krp-gaussian | degree=2, k=1000, p=500 "
+                                  "| test_accuracy"))
+    assert "| data not available here |" in row and "dkrp experiment degree-selection" in row
 
 
 def test_report_never_replaces_a_users_file(tmp_path):
