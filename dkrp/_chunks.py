@@ -78,11 +78,10 @@ def write_rows(array_dir, array, row_start, block) -> None:
     which cost more than the disk on a fresh-memory machine
     (``benchmarks/bench_store_encodings.py``). Anything else goes through Zarr.
     """
-    rows = int(block.shape[0])
     chunk_rows = int(array.chunks[0])
-    if not (_raw_with_checksum(array, block) and rows == chunk_rows
-            and row_start % chunk_rows == 0 and tuple(block.shape) == tuple(array.chunks)):
-        array[row_start:row_start + rows] = block
+    if not (_raw_with_checksum(array, block) and row_start % chunk_rows == 0
+            and tuple(block.shape) == tuple(array.chunks)):
+        array[row_start:row_start + int(block.shape[0])] = block
         return
     import uuid
 
