@@ -343,6 +343,9 @@ def _load_libsvm(name: str, kind: str, n_features: int):
     X = sp.csr_matrix(X)
     # a9a.t carries an explicit "123:0" so readers infer 123 features; drop the stored zero
     X.eliminate_zeros()
+    # 32-bit indices, as scipy builds them for arrays this small: liblinear (LinearSVC)
+    # refuses int64 ones, which the svmlight reader returns
+    X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
     return X, y.astype(np.int64)
 
 

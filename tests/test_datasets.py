@@ -133,6 +133,17 @@ def test_libsvm_loaders(real_data):
     assert Xt.shape == (16281, 123)
     assert (Xt.data != 0).all()  # the explicit "123:0" of the first line is gone
     np.testing.assert_array_equal(np.unique(yt, return_counts=True)[1], [12435, 3846])
+    # liblinear takes them as they are (it refuses 64-bit sparse indices)
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
+    for A, b in ((X, y), (Xt, yt)):
+        assert A.indices.dtype == A.indptr.dtype == np.int32
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # only the input is tested
+            LinearSVC(C=1.0, dual=False, max_iter=50).fit(A, b)
 
 
 def test_digits_scaled():
