@@ -134,6 +134,7 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
             "--scheduler or --scheduler-file."
         )
     try:
+        _drop_distributed_cancel_race()
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
             if not (scheduler or scheduler_file or quiet):
@@ -150,6 +151,34 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
                 "Check the address and that the scheduler is running."
             ) from exc
         raise
+
+
+class _CancelRaceFilter(logging.Filter):
+    """Drops the traceback of distributed's ``sync()`` cancelling a call not started yet.
+
+    On Ctrl-C, ``distributed.utils.sync`` schedules a callback that cancels the pending
+    call's future; when Ctrl-C lands before the loop has started that call, the future is
+    not assigned yet and the callback raises NameError, which tornado logs with a
+    traceback (distributed 2026.8). Nothing was running, so nothing is lost: the record
+    is dropped and the CLI's one-line message stays the only output.
+    """
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, NameError) and "'future'" in str(exc)
+                    and "sync.<locals>.cancel" in record.getMessage())
+
+
+_CANCEL_RACE = _CancelRaceFilter()
+
+
+def _drop_distributed_cancel_race():
+    """Install :class:`_CancelRaceFilter` for the rest of the process (idempotent).
+
+    Never removed: the callback runs on the loop thread after Ctrl-C, possibly while the
+    client is already closing, and a CLI process ends soon after.
+    """
+    logging.getLogger("tornado.application").addFilter(_CANCEL_RACE)
 
 
 def _quiet_cluster(client, embedded):
