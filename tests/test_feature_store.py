@@ -1134,3 +1134,52 @@ def test_chunk_files_are_the_bytes_zarr_writes(tmp_path, data, dtype, options):
     assert len(ours) == 4 and ours.keys() == theirs.keys()
     assert all(ours[k] == theirs[k] for k in ours)
     assert not list(out.rglob("*.partial"))
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_chunks_written_with_o_direct_are_the_bytes_zarr_writes(tmp_path, monkeypatch, direct):
+    # chunks of 2,400,000 bytes: two O_DIRECT pieces of 1 MiB, then an unaligned tail
+    from dkrp import _chunks
+
+    monkeypatch.setenv("DKRP_DIRECT_IO", direct)
+    monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
+    rng = np.random.default_rng(4)
+    X = da.from_array(rng.standard_normal((1500, 12)), chunks=(600, 12))  # 2 whole + 1 part
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(n_components=500), out, progress=False)
+    Z = zarr.open_array(str(out / "Z"), mode="r")
+    assert Z.chunks == (600, 500) and Z.dtype == np.float64
+    ref = zarr.create_array(str(tmp_path / "ref"), shape=Z.shape, chunks=Z.chunks,
+                            dtype=Z.dtype, fill_value=Z.fill_value, serializer=Z.serializer,
+                            compressors=Z.compressors, config={"write_empty_chunks": True})
+    ref[:] = Z[:]
+    for key in ("c/0/0", "c/1/0", "c/2/0"):
+        assert (out / "Z" / key).read_bytes() == (tmp_path / "ref" / key).read_bytes(), key
+    assert not list(out.rglob("*.partial"))
+
+
+@pytest.mark.parametrize("n_bytes", [0, 100, 4096, (1 << 20) + 3, 3 * (1 << 20),
+                                     3 * (1 << 20) + 4095])
+def test_write_file_writes_data_then_trailer_by_o_direct_where_taken(tmp_path, monkeypatch,
+                                                                       n_bytes):
+    import os
+
+    from dkrp import _chunks
+
+    monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
+    data = np.random.default_rng(n_bytes).integers(0, 256, n_bytes, dtype=np.uint8)
+    _chunks._write_file(tmp_path / "f", data, b"CRC!")
+    assert (tmp_path / "f").read_bytes() == data.tobytes() + b"CRC!"
+    with pytest.raises(FileExistsError):  # a new file only: never over another
+        _chunks._write_file(tmp_path / "f", data, b"")
+    aligned = n_bytes - n_bytes % _chunks._DIRECT_ALIGN
+    if n_bytes >= _chunks._DIRECT_MIN_BYTES:  # the direct path itself, where it is taken
+        fd = os.open(tmp_path / "g", os.O_WRONLY | os.O_CREAT)
+        try:
+            wrote = _chunks._write_direct(fd, data[:aligned])
+            if wrote == 0:
+                pytest.skip(f"{tmp_path}'s file system refuses O_DIRECT")
+            assert wrote == aligned and os.lseek(fd, 0, os.SEEK_CUR) == aligned
+        finally:
+            os.close(fd)
+        assert (tmp_path / "g").read_bytes() == data[:aligned].tobytes()
