@@ -101,8 +101,8 @@ def bench_write(args, workdir):
                                          random_state=0).fit(X[:10]),
     }
     results = []
-    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
-            Client(cluster) as client:
+    with start_local_cluster(n_workers=2, threads_per_worker=args.threads_per_worker) \
+            as cluster, Client(cluster) as client:
         compute = {}
         for name, est in maps.items():
             work = (lambda e=est: featurize(ds.X, e).sum().compute()) if name == "krp" else \
@@ -281,6 +281,8 @@ def main(argv=None):
     parser.add_argument("--n-hyperplanes", type=int, default=488)
     parser.add_argument("--chunk-rows", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads-per-worker", type=int, default=1,
+                        help="write: threads of each of the 2 workers")
     parser.add_argument("--accuracy-rows", type=int, default=10000)
     parser.add_argument("--C", type=float, default=0.01, help="accuracy: LinearSVC's C")
     parser.add_argument("--workdir", default=None, help="temp folder (default: system temp)")

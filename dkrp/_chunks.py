@@ -72,75 +72,117 @@ def write_rows(array_dir, array, row_start, block) -> None:
     stored in directory ``array_dir``.
 
     When ``block`` is exactly one whole chunk of an array stored raw with a checksum
-    (codecs ``bytes`` little-endian then ``crc32c``: a feature store without compressor),
-    the chunk file is written here, the block's bytes then their CRC-32C, to a temporary
-    file renamed into place as Zarr's local store does: the same bytes Zarr writes,
-    without its two copies of the chunk (the checksum codec appends to a new array),
-    which cost more than the disk on a fresh-memory machine
+    (:func:`writes_raw_chunks`), the chunk file is written by :class:`ChunkFile`: the
+    same bytes Zarr writes, without its two copies of the chunk (the checksum codec
+    appends to a new array), which cost more than the disk on a fresh-memory machine
     (``benchmarks/bench_store_encodings.py``). Anything else goes through Zarr.
     """
-    chunk_rows = int(array.chunks[0])
-    if not (_raw_with_checksum(array, block) and row_start % chunk_rows == 0
-            and tuple(block.shape) == tuple(array.chunks)):
+    if not (_raw_with_checksum(array, block)
+            and is_whole_chunk(array, row_start, int(block.shape[0]))):
         array[row_start:row_start + int(block.shape[0])] = block
         return
-    import uuid
+    with ChunkFile(array_dir, array, row_start) as chunk_file:
+        chunk_file.write(block)
+        chunk_file.commit()
 
-    import google_crc32c
 
-    data = block.reshape(-1).view(np.uint8)
-    crc = np.array([google_crc32c.value(data)], dtype="<u4").tobytes()
-    path = Path(array_dir) / chunk_key(array, (row_start // chunk_rows, 0))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{uuid.uuid4().hex}.partial")  # Zarr's name for it
-    try:
-        _write_file(tmp, data, crc)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def writes_raw_chunks(array, dtype) -> bool:
+    """Whether :class:`ChunkFile` can write ``array``'s chunks of rows of ``dtype``."""
+    return _raw_with_checksum(array, np.empty((0, 0), dtype=dtype))
+
+
+def is_whole_chunk(array, row_start, n_rows) -> bool:
+    """Whether rows ``row_start:row_start + n_rows`` are exactly one chunk of ``array``."""
+    chunk_rows = int(array.chunks[0])
+    return (row_start % chunk_rows == 0 and n_rows == chunk_rows
+            and row_start + n_rows <= int(array.shape[0]))
+
+
+class ChunkFile:
+    """One whole row chunk of a raw + crc32c Zarr array, written block by block.
+
+    The blocks' bytes go to a temporary file (Zarr's ``.partial`` name), followed on
+    :meth:`commit` by their CRC-32C, and the file is renamed into place: a chunk file
+    is complete or absent. Leaving the ``with`` block without :meth:`commit` removes the
+    temporary file. Blocks whose size is a multiple of 4 KiB, at an aligned offset, are
+    written with ``O_DIRECT`` where the file system takes it (:func:`_write_direct`).
+    """
+
+    def __init__(self, array_dir, array, row_start):
+        import uuid
+
+        chunk_rows = int(array.chunks[0])
+        self.path = Path(array_dir) / chunk_key(array, (row_start // chunk_rows, 0))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_suffix(f".{uuid.uuid4().hex}.partial")
+        self.row_bytes = int(array.chunks[1]) * np.dtype(array.dtype).itemsize
+        self.expected = chunk_rows * self.row_bytes
+        self.written = 0
+        self.crc = 0
+        self.fd = None
+
+    def __enter__(self):
+        self.fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        return self
+
+    def write(self, block) -> None:
+        """Append ``block``'s rows (C-contiguous, the array's dtype and row length)."""
+        import google_crc32c
+
+        data = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+        if data.nbytes % self.row_bytes or self.written + data.nbytes > self.expected:
+            raise ValueError(f"a block of {data.nbytes} bytes does not fit the chunk "
+                             f"({self.written} of {self.expected} bytes written)")
+        self.crc = google_crc32c.extend(self.crc, data)
+        n = int(data.nbytes)
+        direct = 0
+        if (direct_io_enabled() and n >= _DIRECT_MIN_BYTES
+                and self.written % _DIRECT_ALIGN == 0):
+            direct = _write_direct(self.fd, data[:n - n % _DIRECT_ALIGN])
+        _write_all(self.fd, data[direct:])
+        self.written += n
+
+    def commit(self) -> None:
+        """Write the checksum and rename the complete file into place."""
+        if self.written != self.expected:
+            raise ValueError(f"the chunk is {self.expected} bytes, {self.written} were written")
+        _write_all(self.fd, np.array([self.crc], dtype="<u4").tobytes())
+        os.close(self.fd)
+        self.fd = None
+        os.replace(self.tmp, self.path)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            self.tmp.unlink(missing_ok=True)
+        return False
 
 
 #: O_DIRECT's alignment of memory, file offsets and lengths (covers 512-byte sectors).
 _DIRECT_ALIGN = 4096
 #: Bytes copied into the aligned bounce buffer and written per O_DIRECT call.
 _DIRECT_PIECE = 8 << 20
-#: Files smaller than this are written through the page cache.
+#: Blocks smaller than this are written through the page cache.
 _DIRECT_MIN_BYTES = 1 << 20
 _bounce = threading.local()
 
 
 def direct_io_enabled() -> bool:
-    """Whether chunk files are written with ``O_DIRECT`` (``DKRP_DIRECT_IO=0`` turns it off)."""
+    """Whether chunk files are written with ``O_DIRECT`` (``DKRP_DIRECT_IO=0`` turns it off).
+
+    With ``O_DIRECT`` the disk reads a block from a small aligned bounce buffer, so the
+    process spends no CPU copying the chunk into the page cache: on a machine whose
+    cores are all computing, that copy is what made writing a feature store slower than
+    computing it (``benchmarks/bench_store_encodings.py``). The bytes are the same.
+    """
     return hasattr(os, "O_DIRECT") and os.environ.get("DKRP_DIRECT_IO", "1") != "0"
 
 
-def _write_file(path, data, trailer) -> None:
-    """Write ``data`` (uint8, 1-D) then ``trailer`` (bytes) to the new file ``path``.
-
-    The aligned head of ``data`` goes with ``O_DIRECT`` where the file system takes it:
-    the disk reads it from a small aligned bounce buffer, so the process spends no CPU
-    copying the chunk into the page cache (on a machine whose cores are all computing,
-    that copy is what made writing a feature store slower than computing it:
-    ``benchmarks/bench_store_encodings.py``). The unaligned tail and the trailer, or
-    the whole file where ``O_DIRECT`` is refused, go through the page cache. Same bytes
-    either way.
-    """
-    n = int(data.nbytes)
-    head = n - n % _DIRECT_ALIGN if direct_io_enabled() and n >= _DIRECT_MIN_BYTES else 0
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        done = _write_direct(fd, data[:head]) if head else 0
-        _write_all(fd, data[done:])
-        _write_all(fd, trailer)
-    finally:
-        os.close(fd)
-
-
 def _write_direct(fd, data) -> int:
-    """Write ``data`` (a multiple of :data:`_DIRECT_ALIGN` bytes) at offset 0 with
-    ``O_DIRECT``; returns the bytes written (0 where the file system refuses it), with
-    ``fd`` back in buffered mode and its offset after them."""
+    """Write ``data`` (a multiple of :data:`_DIRECT_ALIGN` bytes) at ``fd``'s (aligned)
+    offset with ``O_DIRECT``; returns the bytes written (0 where the file system refuses
+    it), with ``fd`` back in buffered mode and its offset after them."""
     import fcntl
 
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
@@ -148,6 +190,7 @@ def _write_direct(fd, data) -> int:
         fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_DIRECT)
     except OSError:
         return 0
+    start = os.lseek(fd, 0, os.SEEK_CUR)
     bounce = _bounce_buffer()
     done = 0
     try:
@@ -155,21 +198,20 @@ def _write_direct(fd, data) -> int:
             piece = min(_DIRECT_PIECE, data.nbytes - done)
             bounce[:piece] = data[done:done + piece]
             wrote = os.write(fd, bounce[:piece])
+            done += wrote
             if wrote != piece:  # a short direct write: the rest through the page cache
-                done += wrote
                 break
-            done += piece
     except OSError:  # e.g. EINVAL: the file system's alignment is stricter than ours
         pass
     fcntl.fcntl(fd, fcntl.F_SETFL, flags)
-    os.lseek(fd, done, os.SEEK_SET)
+    os.lseek(fd, start + done, os.SEEK_SET)
     return done
 
 
 def _bounce_buffer() -> np.ndarray:
     """This thread's :data:`_DIRECT_PIECE`-byte buffer, aligned to :data:`_DIRECT_ALIGN`."""
     buf = getattr(_bounce, "buffer", None)
-    if buf is None:
+    if buf is None or buf.nbytes != _DIRECT_PIECE:
         raw = np.empty(_DIRECT_PIECE + _DIRECT_ALIGN, dtype=np.uint8)
         start = -raw.ctypes.data % _DIRECT_ALIGN
         buf = _bounce.buffer = raw[start:start + _DIRECT_PIECE]

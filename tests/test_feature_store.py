@@ -17,6 +17,7 @@ import pytest
 import zarr
 
 from dkrp import PolynomialRandomProjection, RandomFourierFeatures
+from dkrp._names import PROJECTOR_MODULES
 from dkrp.feature_store import (
     FeatureStoreError,
     FeatureStoreMismatchError,
@@ -1158,28 +1159,94 @@ def test_chunks_written_with_o_direct_are_the_bytes_zarr_writes(tmp_path, monkey
     assert not list(out.rglob("*.partial"))
 
 
-@pytest.mark.parametrize("n_bytes", [0, 100, 4096, (1 << 20) + 3, 3 * (1 << 20),
-                                     3 * (1 << 20) + 4095])
-def test_write_file_writes_data_then_trailer_by_o_direct_where_taken(tmp_path, monkeypatch,
-                                                                       n_bytes):
+@pytest.mark.parametrize("name", sorted(PROJECTOR_MODULES))
+def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, name):
+    # chunks of 4,500 rows are featurized in steps of PIPELINE_ROWS while the previous step
+    # is written: every map must give each row the bits it gives in the whole chunk
+    import dkrp
+    from dkrp.feature_store.tasks import PIPELINE_ROWS
+
+    X = np.random.default_rng(5).uniform(-1, 1, (5000, 12))
+    params = {"n_components": 8 if name == "PCAProjector" else 64, "random_state": 0}
+    est = getattr(dkrp, name)(**params).fit(X)
+    assert 4500 > 2 * PIPELINE_ROWS
+    for dtype, options in ((np.float64, {}), (np.float32, {"store_dtype": "float16"})):
+        out = tmp_path / f"{np.dtype(dtype).name}.zarr"
+        write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
+                       progress=False, **options)
+        Z = zarr.open_array(str(out / "Z"), mode="r")
+        whole = np.vstack([est.transform(X[:4500].astype(dtype)),
+                           est.transform(X[4500:].astype(dtype))])
+        expected = whole.astype(options.get("store_dtype", dtype))
+        assert Z[:].tobytes() == expected.tobytes(), (name, options)
+
+
+def _raw_array(path, rows, cols, dtype=np.float32):
+    from dkrp._chunks import with_checksum
+
+    return zarr.create_array(str(path), shape=(2 * rows, cols), chunks=(rows, cols),
+                             dtype=dtype, compressors=with_checksum())
+
+
+@pytest.mark.parametrize(("rows", "cols", "blocks"), [
+    (5, 4, [5]),  # 80 bytes: through the page cache
+    (256, 1024, [256]),  # 1 MiB, aligned: one O_DIRECT piece
+    (700, 1000, [700]),  # 2.8 MB: three pieces, then an unaligned tail
+    (768, 1024, [256, 512]),  # block by block, each aligned
+    (700, 1000, [512, 188]),  # an aligned block, then one with a tail
+    (700, 1000, [100, 600]),  # an unaligned block first: the next starts unaligned
+])
+def test_chunk_file_writes_the_bytes_zarr_writes(tmp_path, monkeypatch, rows, cols, blocks):
+    from dkrp import _chunks
+
+    monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
+    values = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    ours = _raw_array(tmp_path / "ours", rows, cols)
+    with _chunks.ChunkFile(tmp_path / "ours", ours, rows) as chunk_file:
+        start = 0
+        for n in blocks:
+            chunk_file.write(values[start:start + n])
+            start += n
+        chunk_file.commit()
+    theirs = _raw_array(tmp_path / "theirs", rows, cols)
+    theirs[rows:] = values
+    assert (tmp_path / "ours/c/1/0").read_bytes() == (tmp_path / "theirs/c/1/0").read_bytes()
+    assert np.array_equal(ours[rows:], values)  # (zarr checks the crc32c)
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_chunk_file_is_complete_or_absent(tmp_path):
+    from dkrp import _chunks
+
+    array = _raw_array(tmp_path / "a", 8, 3)
+    values = np.ones((8, 3), dtype=np.float32)
+    with pytest.raises(RuntimeError), _chunks.ChunkFile(tmp_path / "a", array, 0) as f:
+        f.write(values[:4])
+        raise RuntimeError("the task failed between two blocks")
+    with _chunks.ChunkFile(tmp_path / "a", array, 0) as f:
+        with pytest.raises(ValueError, match="does not fit"):
+            f.write(np.ones((9, 3), dtype=np.float32))
+        f.write(values[:4])
+        with pytest.raises(ValueError, match="4 of|were written"):
+            f.commit()
+    assert not list((tmp_path / "a").rglob("c/*/*")) and not list(tmp_path.rglob("*.partial"))
+
+
+def test_o_direct_writes_where_the_file_system_takes_it(tmp_path, monkeypatch):
     import os
 
     from dkrp import _chunks
 
     monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
-    data = np.random.default_rng(n_bytes).integers(0, 256, n_bytes, dtype=np.uint8)
-    _chunks._write_file(tmp_path / "f", data, b"CRC!")
-    assert (tmp_path / "f").read_bytes() == data.tobytes() + b"CRC!"
-    with pytest.raises(FileExistsError):  # a new file only: never over another
-        _chunks._write_file(tmp_path / "f", data, b"")
-    aligned = n_bytes - n_bytes % _chunks._DIRECT_ALIGN
-    if n_bytes >= _chunks._DIRECT_MIN_BYTES:  # the direct path itself, where it is taken
-        fd = os.open(tmp_path / "g", os.O_WRONLY | os.O_CREAT)
-        try:
-            wrote = _chunks._write_direct(fd, data[:aligned])
-            if wrote == 0:
-                pytest.skip(f"{tmp_path}'s file system refuses O_DIRECT")
-            assert wrote == aligned and os.lseek(fd, 0, os.SEEK_CUR) == aligned
-        finally:
-            os.close(fd)
-        assert (tmp_path / "g").read_bytes() == data[:aligned].tobytes()
+    data = np.random.default_rng(0).integers(0, 256, 3 << 20, dtype=np.uint8)
+    fd = os.open(tmp_path / "g", os.O_WRONLY | os.O_CREAT)
+    try:
+        os.write(fd, b"x" * 4096)  # an aligned offset that is not 0
+        wrote = _chunks._write_direct(fd, data)
+        if wrote == 0:
+            pytest.skip(f"{tmp_path}'s file system refuses O_DIRECT")
+        assert wrote == data.nbytes and os.lseek(fd, 0, os.SEEK_CUR) == 4096 + data.nbytes
+        os.write(fd, b"end")  # buffered again
+    finally:
+        os.close(fd)
+    assert (tmp_path / "g").read_bytes() == b"x" * 4096 + data.tobytes() + b"end"

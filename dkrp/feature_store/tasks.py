@@ -10,18 +10,28 @@ into a :class:`~dkrp.errors.PartitionError` naming it, and progress reporting.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
 
-from .._blockwise import row_offsets, spec_json, transform_partition
-from .._chunks import write_rows
+from .._blockwise import _cached_projector, row_offsets, spec_json, transform_partition
+from .._chunks import ChunkFile, is_whole_chunk, write_rows, writes_raw_chunks
 from ..errors import PartitionError, PartitionInputError
 from .encoding import encode_block
 
 logger = logging.getLogger(__name__)
 
 __all__ = []
+
+
+#: Rows featurized per step of a chunk whose previous step is being written meanwhile:
+#: a multiple of every map's internal row block (``ROW_BLOCK`` of each map module), so a
+#: step computes its rows as the whole chunk would, to the bit.
+PIPELINE_ROWS = 2048
+
+_WRITER = None
+_WRITER_LOCK = threading.Lock()
 
 
 def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
@@ -34,14 +44,63 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
     """
     import zarr
 
-    Z = transform_partition(block, spec_text, dtype, row_start, chunk, bits=store == "bits")
-    if store not in ("", "bits"):
-        Z = encode_block(Z, np.dtype(store), chunk, row_start)
     features = Path(path) / "Z"
-    write_rows(features, zarr.open_array(str(features), mode="r+"), row_start, Z)
+    array = zarr.open_array(str(features), mode="r+")
+    n_rows = int(block.shape[0])
+    stored = np.dtype(dtype if store == "" else store) if store != "bits" else None
+    if (stored is not None and n_rows > PIPELINE_ROWS
+            and is_whole_chunk(array, row_start, n_rows) and writes_raw_chunks(array, stored)
+            and _fits_projector(block, spec_text)):
+        _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row_start)
+    else:
+        Z = transform_partition(block, spec_text, dtype, row_start, chunk, bits=store == "bits")
+        if store not in ("", "bits"):
+            Z = encode_block(Z, np.dtype(store), chunk, row_start)
+        write_rows(features, array, row_start, Z)
     # the marker comes after the chunk: a task killed in between leaves the chunk "missing"
     zarr.open_array(str(Path(path) / "done"), mode="r+")[chunk] = 1
-    return chunk, int(Z.shape[0])
+    return chunk, n_rows
+
+
+def _fits_projector(block, spec_text) -> bool:
+    """Whether ``block`` has the projector's number of features (else the whole block
+    goes to :func:`transform_partition`, whose refusal names its shape)."""
+    est = _cached_projector(spec_text)
+    return block.ndim == 2 and block.shape[1] == getattr(est, "n_features_in_", None)
+
+
+def _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row_start):
+    """Featurize ``block`` in steps of :data:`PIPELINE_ROWS` rows, each step's features
+    written (:class:`~dkrp._chunks.ChunkFile`) by this process's writer thread while the
+    next step computes: the disk works beside the cores instead of after them."""
+    with ChunkFile(features, array, row_start) as chunk_file:
+        pending = None
+        try:
+            for start in range(0, int(block.shape[0]), PIPELINE_ROWS):
+                Z = transform_partition(block[start:start + PIPELINE_ROWS], spec_text, dtype,
+                                        row_start + start, chunk)
+                if store != "":
+                    Z = encode_block(Z, np.dtype(store), chunk, row_start + start)
+                if pending is not None:
+                    pending.result()
+                pending = _writer().submit(chunk_file.write, Z)
+            pending.result()
+        finally:
+            if pending is not None:
+                pending.exception()  # the file is closed only once its last write is over
+        chunk_file.commit()
+
+
+def _writer():
+    """This process's chunk-writer thread (one, kept: its O_DIRECT bounce buffer too)."""
+    global _WRITER
+    if _WRITER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _WRITER_LOCK:
+            if _WRITER is None:
+                _WRITER = ThreadPoolExecutor(1, thread_name_prefix="dkrp-chunk-writer")
+    return _WRITER
 
 
 def _write_chunk_retrying(block, spec_text, dtype, path, chunk, row_start, retries,
