@@ -145,7 +145,8 @@ def write_text(results, shape, args):
     base = results[0]
     title = (f"Feature-store encodings, write path against the compute and disk floors: "
              f"MNIST {n:,} × 784 float32, KRP g=2 k={args.n_components} p={args.n_hyperplanes} "
-             f"and SPE m={args.n_components}, 2 workers × 1 thread")
+             f"and SPE m={args.n_components}, 2 workers × {args.threads_per_worker} thread"
+             f"{'s' if args.threads_per_worker > 1 else ''}, {args.chunk_rows:,}-row chunks")
     lines = [
         f"Each figure: the minimum of {args.repeats} runs. Input: a Zarr dataset store of "
         f"{args.chunk_rows:,}-row chunks; the store gets the same chunks. `write` is "
@@ -157,7 +158,11 @@ def write_text(results, shape, args):
         "compute. × serial floor = (compute + disk) / write: the floor when each task "
         "writes its chunk after computing it and every core is computing, so that the "
         "write's CPU work (copying into the page cache, the checksum) cannot run beside "
-        "the compute, as here (2 workers × 1 thread on 2 cores).",
+        "the compute, as here (2 workers × 1 thread on 2 cores). Uncompressed stores: "
+        "a chunk of more than 2,048 rows is featurized in steps of 2,048 rows, each "
+        "step's bytes written (O_DIRECT where the file system takes it) by the worker's "
+        "writer thread while the next step computes (`dkrp.feature_store.tasks`), so "
+        "only the last step's write of a chunk is not overlapped.",
         "",
         "| store | MB on disk | × float32 size | write s | + sync s | rows/s | compute floor s "
         "| disk floor s | × binding floor | × serial floor |",
