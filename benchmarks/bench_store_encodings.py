@@ -18,6 +18,11 @@ One run, on the embedded cluster (2 worker processes × 1 thread) reading MNIST 
   ``× serial floor`` = (compute + disk) / write: 1.0 means the write costs only the
   disk's own time on top of the compute (a task computes, then writes, on saturated
   cores).
+* ``pipeline``: how an uncompressed chunk is written, four ways interleaved in rounds
+  (``_common.interleaved``) on one cluster: the whole chunk computed then written
+  (``tasks.PIPELINE_ROWS`` set above the chunk) or computed in steps of 2,048 rows
+  written meanwhile, each through the page cache (``DKRP_DIRECT_IO=0``) or with
+  ``O_DIRECT``; beside the compute floor of the same rounds. Float32 and float16 stores.
 * ``accuracy``: the cost of a float16 store: the same KRP map (g=2, k=1500) on the first
   10,000 training rows and the 10,000 test rows, stored as float32 and as float16 by
   :func:`dkrp.featurize_to_store`, read back with :func:`dkrp.read_features`, and
@@ -27,6 +32,7 @@ Usage::
 
     python benchmarks/bench_store_encodings.py                  # both
     python benchmarks/bench_store_encodings.py write --repeats 3 --write-results
+    python benchmarks/bench_store_encodings.py pipeline --chunk-rows 10240 --repeats 5
     python benchmarks/bench_store_encodings.py accuracy --write-results
 """
 
@@ -43,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import command_line, disk_floor, emit  # noqa: E402
+from _common import command_line, disk_floor, emit, interleaved  # noqa: E402
 
 import dkrp  # noqa: E402
 
@@ -197,6 +203,85 @@ def write_text(results, shape, args):
     return title, "\n".join(lines)
 
 
+#: (label, whole chunk then write?, O_DIRECT?) of each way of writing a chunk compared
+_WRITE_MODES = [
+    ("whole chunk, then written through the page cache", False, False),
+    ("whole chunk, then written with O_DIRECT", False, True),
+    ("steps written meanwhile, through the page cache", True, False),
+    ("steps written meanwhile, with O_DIRECT (default)", True, True),
+]
+
+
+def _set_write_mode(steps, direct):
+    """On a worker: write chunks in steps (or whole), with O_DIRECT (or not)."""
+    from dkrp.feature_store import tasks
+
+    tasks.PIPELINE_ROWS = 2048 if steps else 2**62
+    os.environ["DKRP_DIRECT_IO"] = "1" if direct else "0"
+
+
+def bench_pipeline(args, workdir):
+    from distributed import Client
+
+    from dkrp.feature_store import write_features
+    from dkrp.io import open_dataset
+    from dkrp.parallel import featurize, start_local_cluster
+
+    X, y = _mnist("train", args.rows)
+    src = _dataset(X, y, workdir, args.chunk_rows, "mnist")
+    ds = open_dataset(src)
+    est = dkrp.PolynomialRandomProjection(degree=2, n_components=args.n_components,
+                                          n_hyperplanes=args.n_hyperplanes,
+                                          random_state=0).fit(X[:10])
+    results = {}
+    with start_local_cluster(n_workers=2, threads_per_worker=args.threads_per_worker) \
+            as cluster, Client(cluster) as client:
+        featurize(ds.X, est).sum().compute()  # warm: imports, numba, projector caches
+        for store_dtype in ("float32", "float16"):
+            options = {} if store_dtype == "float32" else {"store_dtype": store_dtype}
+
+            def write(steps, direct, options=options):
+                client.run(_set_write_mode, steps, direct)
+                store = workdir / "features.zarr"
+                shutil.rmtree(store, ignore_errors=True)
+                os.sync()
+                t0 = time.perf_counter()
+                write_features(ds.X, est, store, client=client, progress=False, **options)
+                return time.perf_counter() - t0
+
+            fns = [lambda: featurize(ds.X, est).sum().compute()]
+            fns += [lambda s=steps, d=direct: write(s, d) for _, steps, direct in _WRITE_MODES]
+            results[store_dtype] = interleaved(fns, args.repeats)
+            print(store_dtype, [f"{np.median(t):.3f}" for t in results[store_dtype]],
+                  flush=True)
+        client.run(_set_write_mode, True, True)
+    return results
+
+
+def pipeline_text(results, args):
+    title = (f"Writing a chunk while computing it: MNIST {args.rows:,} × 784 float32, KRP g=2 "
+             f"k={args.n_components} p={args.n_hyperplanes}, 2 workers × "
+             f"{args.threads_per_worker} thread, {args.chunk_rows:,}-row chunks")
+    lines = [
+        f"Medians of {args.repeats} interleaved rounds (`_common.interleaved`) on one "
+        "cluster; each write starts after an `os.sync()`. Compute floor: "
+        "`featurize(X).sum().compute()`, the same map and chunks without writing. "
+        "× compute floor = compute floor / write (1.00: writing costs nothing).",
+        "",
+        "| store | how a chunk is written | median s | × compute floor | all runs (s) |",
+        "|---|---|---:|---:|---|",
+    ]
+    for store_dtype, times in results.items():
+        floor = float(np.median(times[0]))
+        lines.append(f"| {store_dtype} | compute floor (no write) | {floor:.3f} | 1.00 | "
+                     + " ".join(f"{t:.2f}" for t in times[0]) + " |")
+        for (label, _, _), t in zip(_WRITE_MODES, times[1:], strict=True):
+            lines.append(f"| {store_dtype} | {label} | {np.median(t):.3f} | "
+                         f"{floor / np.median(t):.2f} | " + " ".join(f"{x:.2f}" for x in t)
+                         + " |")
+    return title, "\n".join(lines)
+
+
 def bench_accuracy(args, workdir):
     from distributed import Client
     from sklearn.pipeline import make_pipeline
@@ -279,7 +364,7 @@ def accuracy_text(rows, args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("which", nargs="?", choices=("write", "accuracy", "all"),
+    parser.add_argument("which", nargs="?", choices=("write", "pipeline", "accuracy", "all"),
                         default="all")
     parser.add_argument("--rows", type=int, default=60000, help="write: MNIST rows")
     parser.add_argument("--n-components", type=int, default=1500)
@@ -303,6 +388,8 @@ def main(argv=None):
             if which == "write":
                 results, shape = bench_write(a, workdir)
                 title, body = write_text(results, shape, a)
+            elif which == "pipeline":
+                title, body = pipeline_text(bench_pipeline(a, workdir), a)
             else:
                 title, body = accuracy_text(bench_accuracy(a, workdir), a)
         finally:

@@ -1181,6 +1181,26 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, n
         assert Z[:].tobytes() == expected.tobytes(), (name, options)
 
 
+def test_chunks_featurized_in_steps_on_worker_processes_are_the_in_memory_bytes(tmp_path):
+    # the writer thread of each worker process writes while the task computes
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    X = np.random.default_rng(6).uniform(-1, 1, (9000, 12)).astype(np.float32)
+    est = _krp(n_components=300)
+    out = tmp_path / "f.zarr"
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster) as client:
+        write_features(da.from_array(X, chunks=(4500, 12)), est, out, client=client,
+                       progress=False)
+        threads = client.run(lambda: sorted(t.name for t in threading.enumerate()))
+    assert any(name.startswith("dkrp-chunk-writer") for names in threads.values()
+               for name in names)
+    expected = np.vstack([est.transform(X[:4500]), est.transform(X[4500:])])
+    assert zarr.open_array(str(out / "Z"), mode="r")[:].tobytes() == expected.tobytes()
+
+
 def _raw_array(path, rows, cols, dtype=np.float32):
     from dkrp._chunks import with_checksum
 
