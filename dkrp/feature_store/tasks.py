@@ -2,7 +2,9 @@
 
 This module owns what runs on the workers and how it is driven: one task per
 missing chunk (featurize the row block, write it as exactly one Zarr chunk of
-``Z``, then set its done marker), in-task retries on dask's local scheduler and
+``Z``, then set its done marker; an uncompressed chunk of more than
+:data:`PIPELINE_ROWS` rows is featurized in steps, each written by the process's writer
+thread while the next computes), in-task retries on dask's local scheduler and
 ``Client.compute(retries=)`` on a cluster, turning a partition's final failure
 into a :class:`~dkrp.errors.PartitionError` naming it, and progress reporting.
 """
