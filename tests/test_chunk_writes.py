@@ -1,0 +1,161 @@
+"""How a feature store's chunk files are written (issue 15 part 3).
+
+A whole chunk of an uncompressed store is written by :class:`dkrp._chunks.ChunkFile`
+(the bytes then their CRC-32C, renamed into place when complete), block by block, with
+``O_DIRECT`` where the file system takes it; a chunk of more than
+``tasks.PIPELINE_ROWS`` rows is featurized in steps while the process's writer thread
+writes the previous one. Every test compares bytes with what Zarr writes, or with the
+in-memory transform of the whole chunk.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+
+from dkrp import PolynomialRandomProjection
+from dkrp._names import PROJECTOR_MODULES
+from dkrp.feature_store import write_features
+
+
+def _krp(seed=3, **params):
+    params = {"n_components": 40, "n_hyperplanes": 80, "random_state": seed, **params}
+    return PolynomialRandomProjection(**params).fit_n_features(12)
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_chunks_written_with_o_direct_are_the_bytes_zarr_writes(tmp_path, monkeypatch, direct):
+    # chunks of 2,400,000 bytes: two O_DIRECT pieces of 1 MiB, then an unaligned tail
+    from dkrp import _chunks
+
+    monkeypatch.setenv("DKRP_DIRECT_IO", direct)
+    monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
+    rng = np.random.default_rng(4)
+    X = da.from_array(rng.standard_normal((1500, 12)), chunks=(600, 12))  # 2 whole + 1 part
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(n_components=500), out, progress=False)
+    Z = zarr.open_array(str(out / "Z"), mode="r")
+    assert Z.chunks == (600, 500) and Z.dtype == np.float64
+    ref = zarr.create_array(str(tmp_path / "ref"), shape=Z.shape, chunks=Z.chunks,
+                            dtype=Z.dtype, fill_value=Z.fill_value, serializer=Z.serializer,
+                            compressors=Z.compressors, config={"write_empty_chunks": True})
+    ref[:] = Z[:]
+    for key in ("c/0/0", "c/1/0", "c/2/0"):
+        assert (out / "Z" / key).read_bytes() == (tmp_path / "ref" / key).read_bytes(), key
+    assert not list(out.rglob("*.partial"))
+
+
+@pytest.mark.parametrize("name", sorted(PROJECTOR_MODULES))
+def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, name):
+    # chunks of 4,500 rows are featurized in steps of PIPELINE_ROWS while the previous step
+    # is written: every map must give each row the bits it gives in the whole chunk
+    import dkrp
+    from dkrp.feature_store.tasks import PIPELINE_ROWS
+
+    X = np.random.default_rng(5).uniform(-1, 1, (5000, 12))
+    params = {"n_components": 8 if name == "PCAProjector" else 64, "random_state": 0}
+    est = getattr(dkrp, name)(**params).fit(X)
+    assert 4500 > 2 * PIPELINE_ROWS
+    for dtype, options in ((np.float64, {}), (np.float32, {"store_dtype": "float16"})):
+        out = tmp_path / f"{np.dtype(dtype).name}.zarr"
+        write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
+                       progress=False, **options)
+        Z = zarr.open_array(str(out / "Z"), mode="r")
+        whole = np.vstack([est.transform(X[:4500].astype(dtype)),
+                           est.transform(X[4500:].astype(dtype))])
+        expected = whole.astype(options.get("store_dtype", dtype))
+        assert Z[:].tobytes() == expected.tobytes(), (name, options)
+
+
+def test_chunks_featurized_in_steps_on_worker_processes_are_the_in_memory_bytes(tmp_path):
+    # the writer thread of each worker process writes while the task computes
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    X = np.random.default_rng(6).uniform(-1, 1, (9000, 12)).astype(np.float32)
+    est = _krp(n_components=300)
+    out = tmp_path / "f.zarr"
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster) as client:
+        write_features(da.from_array(X, chunks=(4500, 12)), est, out, client=client,
+                       progress=False)
+        threads = client.run(lambda: sorted(t.name for t in threading.enumerate()))
+    assert any(name.startswith("dkrp-chunk-writer") for names in threads.values()
+               for name in names)
+    expected = np.vstack([est.transform(X[:4500]), est.transform(X[4500:])])
+    assert zarr.open_array(str(out / "Z"), mode="r")[:].tobytes() == expected.tobytes()
+
+
+def _raw_array(path, rows, cols, dtype=np.float32):
+    from dkrp._chunks import with_checksum
+
+    return zarr.create_array(str(path), shape=(2 * rows, cols), chunks=(rows, cols),
+                             dtype=dtype, compressors=with_checksum())
+
+
+@pytest.mark.parametrize(("rows", "cols", "blocks"), [
+    (5, 4, [5]),  # 80 bytes: through the page cache
+    (256, 1024, [256]),  # 1 MiB, aligned: one O_DIRECT piece
+    (700, 1000, [700]),  # 2.8 MB: three pieces, then an unaligned tail
+    (768, 1024, [256, 512]),  # block by block, each aligned
+    (700, 1000, [512, 188]),  # an aligned block, then one with a tail
+    (700, 1000, [100, 600]),  # an unaligned block first: the next starts unaligned
+])
+def test_chunk_file_writes_the_bytes_zarr_writes(tmp_path, monkeypatch, rows, cols, blocks):
+    from dkrp import _chunks
+
+    monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
+    values = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    ours = _raw_array(tmp_path / "ours", rows, cols)
+    with _chunks.ChunkFile(tmp_path / "ours", ours, rows) as chunk_file:
+        start = 0
+        for n in blocks:
+            chunk_file.write(values[start:start + n])
+            start += n
+        chunk_file.commit()
+    theirs = _raw_array(tmp_path / "theirs", rows, cols)
+    theirs[rows:] = values
+    assert (tmp_path / "ours/c/1/0").read_bytes() == (tmp_path / "theirs/c/1/0").read_bytes()
+    assert np.array_equal(ours[rows:], values)  # (zarr checks the crc32c)
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_chunk_file_is_complete_or_absent(tmp_path):
+    from dkrp import _chunks
+
+    array = _raw_array(tmp_path / "a", 8, 3)
+    values = np.ones((8, 3), dtype=np.float32)
+    with pytest.raises(RuntimeError), _chunks.ChunkFile(tmp_path / "a", array, 0) as f:
+        f.write(values[:4])
+        raise RuntimeError("the task failed between two blocks")
+    with _chunks.ChunkFile(tmp_path / "a", array, 0) as f:
+        with pytest.raises(ValueError, match="does not fit"):
+            f.write(np.ones((9, 3), dtype=np.float32))
+        f.write(values[:4])
+        with pytest.raises(ValueError, match="4 of|were written"):
+            f.commit()
+    assert not list((tmp_path / "a").rglob("c/*/*")) and not list(tmp_path.rglob("*.partial"))
+
+
+def test_o_direct_writes_where_the_file_system_takes_it(tmp_path, monkeypatch):
+    from dkrp import _chunks
+
+    monkeypatch.setattr(_chunks, "_DIRECT_PIECE", 1 << 20)
+    data = np.random.default_rng(0).integers(0, 256, 3 << 20, dtype=np.uint8)
+    fd = os.open(tmp_path / "g", os.O_WRONLY | os.O_CREAT)
+    try:
+        os.write(fd, b"x" * 4096)  # an aligned offset that is not 0
+        wrote = _chunks._write_direct(fd, data)
+        if wrote == 0:
+            pytest.skip(f"{tmp_path}'s file system refuses O_DIRECT")
+        assert wrote == data.nbytes and os.lseek(fd, 0, os.SEEK_CUR) == 4096 + data.nbytes
+        os.write(fd, b"end")  # buffered again
+    finally:
+        os.close(fd)
+    assert (tmp_path / "g").read_bytes() == b"x" * 4096 + data.tobytes() + b"end"
