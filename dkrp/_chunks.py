@@ -77,7 +77,7 @@ def write_rows(array_dir, array, row_start, block) -> None:
     appends to a new array), which cost more than the disk on a fresh-memory machine
     (``benchmarks/bench_store_encodings.py``). Anything else goes through Zarr.
     """
-    if not (_raw_with_checksum(array, block)
+    if not (_raw_with_checksum(array, block) and block.shape[1:] == tuple(array.shape[1:])
             and is_whole_chunk(array, row_start, int(block.shape[0]))):
         array[row_start:row_start + int(block.shape[0])] = block
         return
@@ -92,9 +92,11 @@ def writes_raw_chunks(array, dtype) -> bool:
 
 
 def is_whole_chunk(array, row_start, n_rows) -> bool:
-    """Whether rows ``row_start:row_start + n_rows`` are exactly one chunk of ``array``."""
+    """Whether rows ``row_start:row_start + n_rows`` (all columns) are exactly one chunk
+    of the 2-D ``array``, whose chunks span all its columns."""
     chunk_rows = int(array.chunks[0])
-    return (row_start % chunk_rows == 0 and n_rows == chunk_rows
+    return (array.ndim == 2 and int(array.chunks[1]) == int(array.shape[1])
+            and row_start % chunk_rows == 0 and n_rows == chunk_rows
             and row_start + n_rows <= int(array.shape[0]))
 
 
@@ -129,8 +131,10 @@ class ChunkFile:
         """Append ``block``'s rows (C-contiguous, the array's dtype and row length)."""
         import google_crc32c
 
-        data = np.ascontiguousarray(block).reshape(-1).view(np.uint8)
-        if data.nbytes % self.row_bytes or self.written + data.nbytes > self.expected:
+        block = np.ascontiguousarray(block)
+        data = block.reshape(-1).view(np.uint8)
+        if (block.ndim != 2 or block.shape[1] * block.itemsize != self.row_bytes
+                or self.written + data.nbytes > self.expected):
             raise ValueError(f"a block of {data.nbytes} bytes does not fit the chunk "
                              f"({self.written} of {self.expected} bytes written)")
         self.crc = google_crc32c.extend(self.crc, data)

@@ -137,6 +137,8 @@ def test_chunk_file_is_complete_or_absent(tmp_path):
     with _chunks.ChunkFile(tmp_path / "a", array, 0) as f:
         with pytest.raises(ValueError, match="does not fit"):
             f.write(np.ones((9, 3), dtype=np.float32))
+        with pytest.raises(ValueError, match="does not fit"):  # same bytes, other rows
+            f.write(np.ones((2, 6), dtype=np.float32))
         f.write(values[:4])
         with pytest.raises(ValueError, match="4 of|were written"):
             f.commit()
@@ -159,3 +161,15 @@ def test_o_direct_writes_where_the_file_system_takes_it(tmp_path, monkeypatch):
     finally:
         os.close(fd)
     assert (tmp_path / "g").read_bytes() == b"x" * 4096 + data.tobytes() + b"end"
+
+
+def test_write_rows_leaves_arrays_chunked_by_columns_to_zarr(tmp_path):
+    # ChunkFile writes whole-row chunks only: here a row block spans two chunk files
+    from dkrp._chunks import with_checksum, write_rows
+
+    array = zarr.create_array(str(tmp_path / "a"), shape=(16, 4), chunks=(8, 2),
+                              dtype=np.float32, compressors=with_checksum())
+    values = np.arange(32, dtype=np.float32).reshape(8, 4)
+    write_rows(tmp_path / "a", array, 8, values)
+    assert np.array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[8:], values)
+    assert {p.name for p in (tmp_path / "a" / "c" / "1").iterdir()} == {"0", "1"}
