@@ -356,6 +356,34 @@ def test_partition_that_kills_its_worker_every_time_is_named(clean_store, fault_
         assert (out / chunk).read_bytes() == (reference / chunk).read_bytes()
 
 
+def test_worker_killed_between_the_steps_of_a_chunk_leaves_no_trace(clean_store,
+                                                                      fault_cluster,
+                                                                      tmp_path):
+    # R3 for chunks written while they are computed: chunks of 4,800 rows go in steps of
+    # PIPELINE_ROWS; the second step of chunk 1 exits its worker, after the first step
+    # went to the chunk's temporary file. The retry elsewhere writes the chunk whole; the
+    # finished store is the one a clean run writes, with no temporary file left
+    from dkrp.feature_store.tasks import PIPELINE_ROWS
+    from dkrp.testing.faulty import fault_pids
+
+    rows = 4800
+    assert rows > 2 * PIPELINE_ROWS
+    X = da.from_array(_data(), chunks=(rows, N_FEATURES))
+    reference = tmp_path / "reference.zarr"
+    write_features(X, _krp(), reference, client=fault_cluster, progress=False)
+    out, state = tmp_path / "features.zarr", tmp_path / "faults"
+    trigger = float(_data()[rows + PIPELINE_ROWS, 0])
+    faulty = _faulty(fault="exit", trigger=trigger, times=1, state_dir=str(state))
+    try:
+        summary = write_features(X, faulty, out, client=fault_cluster, progress=False)
+    finally:
+        _wait_for_two_workers(fault_cluster)
+    assert len(fault_pids(state)) == 1, "the fault never fired"
+    assert summary["chunks_written"] == 2 and _is_complete(out)
+    assert not list(out.rglob("*.partial"))
+    assert _chunk_digest(out) == _chunk_digest(reference)
+
+
 # -- R9: whole runs killed at random (seeded, data-driven) points, then resumed -------------
 
 

@@ -206,6 +206,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
 
     if not _done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
+    _remove_partial_files(build)  # of a worker that died mid-write, its chunk since redone
     import zarr
 
     from .._store import consolidate
