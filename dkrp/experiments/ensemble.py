@@ -164,53 +164,68 @@ def _single(ctx, common, data, gamma, seed):
 
 
 def plot(frame, folder):
-    """``ensemble_<dataset>.png``: accuracy vs RFF, time vs RFF, accuracy vs voters."""
+    """``ensemble_<dataset>.png``: accuracy vs RFF, time vs RFF, accuracy vs voters (the
+    panels whose parts ran)."""
     import matplotlib.pyplot as plt
 
     paths = []
     for name, part in frame.groupby("dataset", sort=False):
-        fig, axes = plt.subplots(1, 3, figsize=(14, 4))
         base = part[part["part"] == "baselines"].groupby("method")
         base_acc = base["accuracy"].mean().to_dict()
         base_time = base["train_seconds"].mean().to_dict()
         rff = part[part["part"] == "rff"]
-        for method, color in (("rff-ensemble", "tab:red"), ("rff-voter", "tab:blue")):
-            rows = rff[rff["method"] == method]
-            if not len(rows):
-                continue
-            acc = rows.groupby("n_components")[["accuracy", "train_seconds"]].mean()
-            label = "majority vote" if method == "rff-ensemble" else "one voter (mean)"
-            axes[0].plot(acc.index.astype(float), acc["accuracy"], "o-", color=color,
-                         label=label)
-            axes[1].plot(acc.index.astype(float), acc["train_seconds"], "o-", color=color,
-                         label=label)
-        for method, style in (("rbf-svm", "--"), ("linear-svm-raw", ":")):
-            if method in base_acc:
-                axes[0].axhline(base_acc[method], ls=style, color="k", label=method)
-        if "rbf-svm" in base_time:
-            axes[1].axhline(base_time["rbf-svm"], ls="--", color="k", label="rbf-svm")
-        axes[0].set(xscale="log", xlabel="RFF per voter", ylabel="test accuracy (%)",
-                    title=f"{name} (pooled 14x14)")
-        axes[1].set(xscale="log", yscale="log", xlabel="RFF per voter",
-                    ylabel="train seconds", title="training time")
         voters = part[part["part"] == "voters"]
-        single = part[part["part"] == "single"]
-        for i, (D, rows) in enumerate(voters.groupby("n_components")):
-            curve = rows.groupby("n_voters")["accuracy"].mean()
-            axes[2].plot(curve.index.astype(float), curve, color=f"C{i}", label=f"{D} RFF vote")
-            one = single[single["n_components"] == D]
-            if len(one):
-                pts = one.groupby("n_voters")["accuracy"].mean()
-                axes[2].plot(pts.index.astype(float), pts, "s--", color=f"C{i}",
-                             label=f"one SVM, {D} x k RFF")
-        if "rbf-svm" in base_acc:
-            axes[2].axhline(base_acc["rbf-svm"], ls="--", color="k", label="rbf-svm")
-        axes[2].set(xlabel="voters k", ylabel="test accuracy (%)", title="accuracy vs voters")
-        for ax in axes:
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+        kinds = (["accuracy", "time"] if len(rff) or base_acc else []) + \
+            (["voters"] if len(voters) else [])
+        if not kinds:
+            continue
+        fig, axes = plt.subplots(1, len(kinds), figsize=(4.7 * len(kinds), 4), squeeze=False)
+        ax = dict(zip(kinds, axes[0], strict=True))
+        if "accuracy" in ax:
+            _plot_rff(ax["accuracy"], ax["time"], rff, base_acc, base_time, name)
+        if "voters" in ax:
+            _plot_voters(ax["voters"], voters, part[part["part"] == "single"], base_acc)
+        for axis in axes[0]:
+            axis.grid(alpha=0.3)
+            axis.legend(fontsize=7)
+        fig.suptitle(f"{name} (pooled 14x14)")
         paths.append(save_figure(fig, folder, f"ensemble_{name}.png", dpi=90))
     return paths
+
+
+def _plot_rff(acc_ax, time_ax, rff, base_acc, base_time, name):
+    for method, color in (("rff-ensemble", "tab:red"), ("rff-voter", "tab:blue")):
+        rows = rff[rff["method"] == method]
+        if not len(rows):
+            continue
+        acc = rows.groupby("n_components")[["accuracy", "train_seconds"]].mean()
+        label = "majority vote" if method == "rff-ensemble" else "one voter (mean)"
+        acc_ax.plot(acc.index.astype(float), acc["accuracy"], "o-", color=color, label=label)
+        time_ax.plot(acc.index.astype(float), acc["train_seconds"], "o-", color=color,
+                     label=label)
+    for method, style in (("rbf-svm", "--"), ("linear-svm-raw", ":")):
+        if method in base_acc:
+            acc_ax.axhline(base_acc[method], ls=style, color="k", label=method)
+    if "rbf-svm" in base_time:
+        time_ax.axhline(base_time["rbf-svm"], ls="--", color="k", label="rbf-svm")
+    acc_ax.set(xscale="log", xlabel="RFF per voter", ylabel="test accuracy (%)",
+               title="accuracy vs RFF")
+    time_ax.set(xscale="log", yscale="log", xlabel="RFF per voter", ylabel="train seconds",
+                title="training time")
+
+
+def _plot_voters(ax, voters, single, base_acc):
+    for i, (D, rows) in enumerate(voters.groupby("n_components")):
+        curve = rows.groupby("n_voters")["accuracy"].mean()
+        ax.plot(curve.index.astype(float), curve, color=f"C{i}", label=f"{int(D)} RFF vote")
+        one = single[single["n_components"] == D]
+        if len(one):
+            pts = one.groupby("n_voters")["accuracy"].mean()
+            ax.plot(pts.index.astype(float), pts, "s--", color=f"C{i}",
+                    label=f"one SVM, {int(D)} x k RFF")
+    if "rbf-svm" in base_acc:
+        ax.axhline(base_acc["rbf-svm"], ls="--", color="k", label="rbf-svm")
+    ax.set(xlabel="voters k", ylabel="test accuracy (%)", title="accuracy vs voters")
 
 
 EXPERIMENT = Experiment(
