@@ -51,7 +51,7 @@ def test_chunks_written_with_o_direct_are_the_bytes_zarr_writes(tmp_path, monkey
 
 
 @pytest.mark.parametrize("name", sorted(PROJECTOR_MODULES))
-def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, name):
+def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, caplog, name):
     # chunks of 4,500 rows are featurized in steps of PIPELINE_ROWS while the previous step
     # is written: every map must give each row the bits it gives in the whole chunk
     import dkrp
@@ -63,8 +63,13 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, n
     assert 4500 > 2 * PIPELINE_ROWS
     for dtype, options in ((np.float64, {}), (np.float32, {"store_dtype": "float16"})):
         out = tmp_path / f"{np.dtype(dtype).name}.zarr"
-        write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
-                       progress=False, **options)
+        caplog.clear()
+        with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
+            write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
+                           progress=False, **options)
+        # the whole chunk went in steps (the last, partial one as a whole)
+        assert [r.getMessage() for r in caplog.records if "steps" in r.getMessage()] == [
+            "chunk 0: 4500 rows featurized in 3 steps, each written during the next"]
         Z = zarr.open_array(str(out / "Z"), mode="r")
         whole = np.vstack([est.transform(X[:4500].astype(dtype)),
                            est.transform(X[4500:].astype(dtype))])

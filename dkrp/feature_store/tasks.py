@@ -75,10 +75,11 @@ def _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row
     """Featurize ``block`` in steps of :data:`PIPELINE_ROWS` rows, each step's features
     written (:class:`~dkrp._chunks.ChunkFile`) by this process's writer thread while the
     next step computes: the disk works beside the cores instead of after them."""
+    steps = range(0, int(block.shape[0]), PIPELINE_ROWS)
     with ChunkFile(features, array, row_start) as chunk_file:
         pending = None
         try:
-            for start in range(0, int(block.shape[0]), PIPELINE_ROWS):
+            for start in steps:
                 Z = transform_partition(block[start:start + PIPELINE_ROWS], spec_text, dtype,
                                         row_start + start, chunk)
                 if store != "":
@@ -91,6 +92,8 @@ def _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row
             if pending is not None:
                 pending.exception()  # the file is closed only once its last write is over
         chunk_file.commit()
+    logger.debug("chunk %d: %d rows featurized in %d steps, each written during the next",
+                 chunk, int(block.shape[0]), len(steps))
 
 
 def _writer():
