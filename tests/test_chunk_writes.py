@@ -75,6 +75,7 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, c
                            est.transform(X[4500:].astype(dtype))])
         expected = whole.astype(options.get("store_dtype", dtype))
         assert Z[:].tobytes() == expected.tobytes(), (name, options)
+    assert any(t.name.startswith("dkrp-chunk-writer") for t in threading.enumerate())
 
 
 def test_chunks_featurized_in_steps_on_worker_processes_are_the_in_memory_bytes(tmp_path):
@@ -159,7 +160,9 @@ def test_o_direct_writes_where_the_file_system_takes_it(tmp_path, monkeypatch):
     try:
         os.write(fd, b"x" * 4096)  # an aligned offset that is not 0
         wrote = _chunks._write_direct(fd, data)
-        if wrote == 0:
+        try:  # the file system's own answer, not ours
+            os.close(os.open(tmp_path / "probe", os.O_WRONLY | os.O_CREAT | os.O_DIRECT))
+        except OSError:
             pytest.skip(f"{tmp_path}'s file system refuses O_DIRECT")
         assert wrote == data.nbytes and os.lseek(fd, 0, os.SEEK_CUR) == 4096 + data.nbytes
         os.write(fd, b"end")  # buffered again
@@ -178,3 +181,83 @@ def test_write_rows_leaves_arrays_chunked_by_columns_to_zarr(tmp_path):
     write_rows(tmp_path / "a", array, 8, values)
     assert np.array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[8:], values)
     assert {p.name for p in (tmp_path / "a" / "c" / "1").iterdir()} == {"0", "1"}
+
+
+def _two_chunks(tmp_path, X):
+    """Write ``X`` (9,000 rows) in two chunks of 4,500 rows, each in 3 steps; the refusal."""
+    out = tmp_path / "f.zarr"
+    with pytest.raises(ValueError) as info:
+        write_features(da.from_array(X, chunks=(4500, 12)), _krp(n_components=64), out,
+                       progress=False, retries=0, store_dtype="float16")
+    assert not (out / "Z" / "c" / "1" / "0").exists()  # (chunk 0 may still be in flight)
+    return str(info.value)
+
+
+def test_a_refusal_in_a_later_step_names_the_row_of_the_partition(tmp_path):
+    # NaN at global row 7,500: partition 1, row 3,000 of it, in its second step
+    X = np.random.default_rng(7).uniform(-1, 1, (9000, 12)).astype(np.float32)
+    X[7500, 3] = np.nan
+    assert "partition 1, local row 3000, global row 7500" in _two_chunks(tmp_path, X)
+    # a feature beyond float16 at global row 6,600 (partition 1, second step)
+    X = np.random.default_rng(7).uniform(-1, 1, (9000, 12)).astype(np.float32)
+    X[6600:6610] *= 1000
+    assert "Partition 1, row 6600, component" in _two_chunks(tmp_path / "b", X)
+
+
+def test_a_failing_step_waits_for_the_write_in_flight(tmp_path, monkeypatch):
+    # the write of step 1 is slow; step 2 fails: the task must not close the chunk file
+    # (and raise) before that write is over
+    import time
+
+    from dkrp import _chunks
+    from dkrp.feature_store import tasks
+
+    ended = []
+    real_write = _chunks.ChunkFile.write
+
+    def slow_write(self, block):
+        time.sleep(0.5)
+        real_write(self, block)
+        if tmp_path in self.path.parents:  # not a chunk another test left in flight
+            ended.append(time.monotonic())
+
+    monkeypatch.setattr(_chunks.ChunkFile, "write", slow_write)
+    X = np.random.default_rng(8).uniform(-1, 1, (4500, 12))
+    X[3000, 0] = np.inf  # the partition is refused by its step 2, after step 1 was sent
+    X[0, 0] = 0.0
+    out = tmp_path / "f.zarr"
+    est = _krp(n_components=64)
+    monkeypatch.setattr(tasks, "check_finite_rows", lambda *a, **k: None)  # per step only
+    with pytest.raises(ValueError, match="infinity.*global row 3000"):
+        write_features(da.from_array(X, chunks=(4500, 12)), est, out, progress=False,
+                       retries=0)
+    raised = time.monotonic()
+    assert len(ended) == 1 and ended[0] <= raised
+    assert not list(out.rglob("*.partial"))
+
+
+def test_o_direct_is_really_set_and_a_refused_write_falls_back(tmp_path, monkeypatch):
+    # a misaligned bounce buffer makes a real O_DIRECT write fail (EINVAL): nothing is
+    # reported written and the descriptor is buffered again; the page cache takes it all
+    from dkrp import _chunks
+
+    try:
+        os.close(os.open(tmp_path / "probe", os.O_WRONLY | os.O_CREAT | os.O_DIRECT))
+    except OSError:
+        pytest.skip(f"{tmp_path}'s file system refuses O_DIRECT")
+    raw = np.empty((1 << 20) + 2 * _chunks._DIRECT_ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % _chunks._DIRECT_ALIGN + 1  # aligned + 1: misaligned
+    monkeypatch.setattr(_chunks, "_bounce_buffer", lambda: raw[start:start + (1 << 20)])
+    data = np.random.default_rng(1).integers(0, 256, 1 << 20, dtype=np.uint8)
+    fd = os.open(tmp_path / "g", os.O_WRONLY | os.O_CREAT)
+    try:
+        import fcntl
+
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        assert _chunks._write_direct(fd, data) == 0
+        assert fcntl.fcntl(fd, fcntl.F_GETFL) == flags
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0
+        _chunks._write_all(fd, data)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "g").read_bytes() == data.tobytes()

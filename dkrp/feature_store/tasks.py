@@ -19,6 +19,7 @@ import numpy as np
 
 from .._blockwise import _cached_projector, row_offsets, spec_json, transform_partition
 from .._chunks import ChunkFile, is_whole_chunk, write_rows, writes_raw_chunks
+from .._validation import check_finite_rows
 from ..errors import PartitionError, PartitionInputError
 from .encoding import encode_block
 
@@ -75,6 +76,8 @@ def _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row
     """Featurize ``block`` in steps of :data:`PIPELINE_ROWS` rows, each step's features
     written (:class:`~dkrp._chunks.ChunkFile`) by this process's writer thread while the
     next step computes: the disk works beside the cores instead of after them."""
+    # the whole block first: a refusal names the row within the partition, as unpiped
+    check_finite_rows(block, row_offset=int(row_start), partition=int(chunk))
     steps = range(0, int(block.shape[0]), PIPELINE_ROWS)
     with ChunkFile(features, array, row_start) as chunk_file:
         pending = None
