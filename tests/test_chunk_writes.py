@@ -57,7 +57,7 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, c
     import dkrp
     from dkrp.feature_store.tasks import PIPELINE_ROWS
 
-    X = np.random.default_rng(5).uniform(-1, 1, (5000, 12))
+    X = np.random.default_rng(5).uniform(-1, 1, (9500, 12))  # 2 whole chunks, 1 partial
     params = {"n_components": 8 if name == "PCAProjector" else 64, "random_state": 0}
     est = getattr(dkrp, name)(**params).fit(X)
     assert 4500 > 2 * PIPELINE_ROWS
@@ -67,12 +67,13 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, c
         with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
             write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
                            progress=False, **options)
-        # the whole chunk went in steps (the last, partial one as a whole)
-        assert [r.getMessage() for r in caplog.records if "steps" in r.getMessage()] == [
-            "chunk 0: 4500 rows featurized in 3 steps, each written during the next"]
+        # the whole chunks went in steps (the last, partial one as a whole)
+        assert sorted(r.getMessage() for r in caplog.records if "steps" in r.getMessage()) == [
+            f"chunk {i}: 4500 rows featurized in 3 steps, each written during the next"
+            for i in (0, 1)]
         Z = zarr.open_array(str(out / "Z"), mode="r")
-        whole = np.vstack([est.transform(X[:4500].astype(dtype)),
-                           est.transform(X[4500:].astype(dtype))])
+        whole = np.vstack([est.transform(X[i:i + 4500].astype(dtype))
+                           for i in range(0, 9500, 4500)])
         expected = whole.astype(options.get("store_dtype", dtype))
         assert Z[:].tobytes() == expected.tobytes(), (name, options)
     assert any(t.name.startswith("dkrp-chunk-writer") for t in threading.enumerate())
@@ -261,3 +262,17 @@ def test_o_direct_is_really_set_and_a_refused_write_falls_back(tmp_path, monkeyp
     finally:
         os.close(fd)
     assert (tmp_path / "g").read_bytes() == data.tobytes()
+
+
+def test_each_thread_keeps_one_aligned_bounce_buffer():
+    from dkrp import _chunks
+
+    first = _chunks._bounce_buffer()
+    assert first.nbytes == _chunks._DIRECT_PIECE and first.dtype == np.uint8
+    assert first.ctypes.data % _chunks._DIRECT_ALIGN == 0
+    assert _chunks._bounce_buffer().ctypes.data == first.ctypes.data  # kept, not renewed
+    other = []
+    thread = threading.Thread(target=lambda: other.append(_chunks._bounce_buffer().ctypes.data))
+    thread.start()
+    thread.join()
+    assert other[0] != first.ctypes.data  # its own
