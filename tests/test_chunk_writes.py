@@ -129,6 +129,8 @@ def test_chunk_file_writes_the_bytes_zarr_writes(tmp_path, monkeypatch, rows, co
     theirs = _raw_array(tmp_path / "theirs", rows, cols)
     theirs[rows:] = values
     assert (tmp_path / "ours/c/1/0").read_bytes() == (tmp_path / "theirs/c/1/0").read_bytes()
+    mode = [os.stat(tmp_path / side / "c/1/0").st_mode & 0o777 for side in ("ours", "theirs")]
+    assert mode[0] == mode[1]  # the permissions Zarr gives a chunk file (0o666 less umask)
     assert np.array_equal(ours[rows:], values)  # (zarr checks the crc32c)
     assert not list(tmp_path.rglob("*.partial"))
 
