@@ -28,6 +28,12 @@ def _krp(seed=3, **params):
     return PolynomialRandomProjection(**params).fit_n_features(12)
 
 
+def _step_messages(caplog, store):
+    """The DEBUG lines of chunks of ``store`` written in steps (not other tests' stores)."""
+    return sorted(r.getMessage() for r in caplog.records
+                  if r.getMessage().startswith(f"{store}: chunk"))
+
+
 @pytest.mark.parametrize("direct", ["1", "0"])
 def test_chunks_written_with_o_direct_are_the_bytes_zarr_writes(tmp_path, monkeypatch, direct):
     # chunks of 2,400,000 bytes: two O_DIRECT pieces of 1 MiB, then an unaligned tail
@@ -57,7 +63,7 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, c
     import dkrp
     from dkrp.feature_store.tasks import PIPELINE_ROWS
 
-    X = np.random.default_rng(5).uniform(-1, 1, (9500, 12))  # 2 whole chunks, 1 partial
+    X = np.random.default_rng(5).uniform(-1, 1, (11500, 12))  # 2 whole chunks, 1 partial
     params = {"n_components": 8 if name == "PCAProjector" else 64, "random_state": 0}
     est = getattr(dkrp, name)(**params).fit(X)
     assert 4500 > 2 * PIPELINE_ROWS
@@ -67,13 +73,13 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, c
         with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
             write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
                            progress=False, **options)
-        # the whole chunks went in steps (the last, partial one as a whole)
-        assert sorted(r.getMessage() for r in caplog.records if "steps" in r.getMessage()) == [
-            f"chunk {i}: 4500 rows featurized in 3 steps, each written during the next"
+        # the whole chunks went in steps (the last, partial one of 2,500 rows as a whole)
+        assert _step_messages(caplog, out) == [
+            f"{out}: chunk {i}, 4500 rows featurized in 3 steps, each written during the next"
             for i in (0, 1)]
         Z = zarr.open_array(str(out / "Z"), mode="r")
         whole = np.vstack([est.transform(X[i:i + 4500].astype(dtype))
-                           for i in range(0, 9500, 4500)])
+                           for i in range(0, 11500, 4500)])
         expected = whole.astype(options.get("store_dtype", dtype))
         assert Z[:].tobytes() == expected.tobytes(), (name, options)
     assert any(t.name.startswith("dkrp-chunk-writer") for t in threading.enumerate())
@@ -278,3 +284,31 @@ def test_each_thread_keeps_one_aligned_bounce_buffer():
     thread.start()
     thread.join()
     assert other[0] != first.ctypes.data  # its own
+
+
+def test_the_last_chunk_goes_in_steps_when_the_rows_end_with_it(tmp_path, caplog):
+    X = np.random.default_rng(9).uniform(-1, 1, (9000, 12))
+    out = tmp_path / "f.zarr"
+    with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
+        write_features(da.from_array(X, chunks=(4500, 12)), _krp(n_components=64), out,
+                       progress=False)
+    assert _step_messages(caplog, out) == [
+        f"{out}: chunk {i}, 4500 rows featurized in 3 steps, each written during the next"
+        for i in (0, 1)]
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_dkrp_direct_io_0_turns_o_direct_off(tmp_path, monkeypatch, setting):
+    from dkrp import _chunks
+
+    calls = []
+    real = _chunks._write_direct
+    monkeypatch.setattr(_chunks, "_write_direct",
+                        lambda fd, data: calls.append(data.nbytes) or real(fd, data))
+    monkeypatch.setenv("DKRP_DIRECT_IO", setting)
+    array = _raw_array(tmp_path / "a", 512, 1024)  # 2 MiB chunks
+    values = np.ones((512, 1024), dtype=np.float32)
+    with _chunks.ChunkFile(tmp_path / "a", array, 0) as chunk_file:
+        chunk_file.write(values)
+        chunk_file.commit()
+    assert calls == ([values.nbytes] if setting == "1" else [])

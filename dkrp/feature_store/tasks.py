@@ -95,8 +95,8 @@ def _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row
             if pending is not None:
                 pending.exception()  # the file is closed only once its last write is over
         chunk_file.commit()
-    logger.debug("chunk %d: %d rows featurized in %d steps, each written during the next",
-                 chunk, int(block.shape[0]), len(steps))
+    logger.debug("%s: chunk %d, %d rows featurized in %d steps, each written during the next",
+                 features.parent, chunk, int(block.shape[0]), len(steps))
 
 
 def _writer():
