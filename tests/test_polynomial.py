@@ -85,18 +85,40 @@ def test_band_detects_a_biased_estimator():
         _assert_unbiased(grams * 1.08, K, "scaled")
 
 
+@pytest.mark.parametrize("form", ["tensor", "monomials"])
 @pytest.mark.parametrize("distribution", ["gaussian", "achlioptas"])
-def test_explicit_projection_unbiased(distribution):
+def test_explicit_projection_unbiased(distribution, form):
     X = _pairs_data(d=4)
     K = kernel_matrix(X, kernel="homogeneous_polynomial", degree=2)
 
     def make(seed):
         return dkrp.ExplicitPolynomialProjection(
-            n_components=20, distribution=distribution, random_state=seed
+            n_components=20, distribution=distribution, form=form, random_state=seed
         )
 
     grams, _ = _estimates(make, X, n_seeds=800)
-    _assert_unbiased(grams, K, f"explicit {distribution}")
+    _assert_unbiased(grams, K, f"explicit {distribution} {form}")
+
+
+@pytest.mark.parametrize("form", ["tensor", "monomials"])
+@pytest.mark.parametrize("degree", [2, 3])
+def test_explicit_gaussian_forms_have_the_variance_of_a_gaussian_projection(degree, form):
+    # With Gaussian R, <z(x), z(y)> is a mean of k products of two N(0, ·) entries
+    # whose covariance is the kernel: its variance is (K_xy^2 + K_xx K_yy) / k for the
+    # tensor form, and the monomial form claims the same distribution (Notes). 800
+    # seeds estimate a variance to about ±5.5 % (one sd, with the excess kurtosis of a
+    # mean of 20 such products); the band is ±25 %. Wrong weights bias the Gram
+    # (caught above); R with one column repeated over the k components stays unbiased
+    # but has 4-20x the variance and fails here.
+    X = _pairs_data(d=4)
+    K = kernel_matrix(X, kernel="homogeneous_polynomial", degree=degree)
+    k = 20
+    expected = (K**2 + np.outer(np.diag(K), np.diag(K))) / k
+    grams, _ = _estimates(
+        lambda seed: dkrp.ExplicitPolynomialProjection(
+            degree=degree, n_components=k, form=form, random_state=seed), X, n_seeds=800)
+    ratio = grams.var(axis=0, ddof=1) / expected
+    assert np.all(np.abs(ratio - 1) < 0.25), f"{form}: variance / theory\n{ratio}"
 
 # -- the paper's MNIST numbers (Tables 2 and 3) ---------------------------------------
 
@@ -291,6 +313,59 @@ def test_explicit_projection_column_blocks_add_up(d, degree, monkeypatch):
     np.testing.assert_allclose(Z_one_block, Z, rtol=1e-10, atol=1e-12)
 
 
+def _monomial_features(X, degree):
+    """φ_α(x) = sqrt(#orderings of α) x^α over the multisets α, lexicographic, by brute
+    force: the orderings are counted by listing them."""
+    import itertools
+
+    columns = []
+    for alpha in itertools.combinations_with_replacement(range(X.shape[1]), degree):
+        n_orderings = len(set(itertools.permutations(alpha)))
+        columns.append(np.sqrt(n_orderings) * np.prod(X[:, list(alpha)], axis=1))
+    return np.column_stack(columns)
+
+
+@pytest.mark.parametrize("d, degree", [(95, 2), (12, 3), (7, 1)])
+def test_explicit_monomial_form_projects_the_weighted_monomials(d, degree):
+    # C(96, 2) = 4,560 > COLUMN_BLOCK: two column blocks, the second ending inside a
+    # seed block; (12, 3): 364 monomials with multiplicities 1, 2 and 3.
+    from dkrp._random import draw_rows
+    from dkrp.features._samplers import hyperplane_sampler
+
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((5, d)) / np.sqrt(d)
+    phi = _monomial_features(X, degree)
+    # the map is the kernel's: <φ(x), φ(y)> = <x, y>^g exactly
+    np.testing.assert_allclose(phi @ phi.T, (X @ X.T) ** degree, rtol=1e-12, atol=1e-14)
+    k = 6
+    est = dkrp.ExplicitPolynomialProjection(degree=degree, n_components=k, form="monomials",
+                                            random_state=3).fit(X)
+    assert est.n_explicit_features_ == phi.shape[1]
+    R = draw_rows(est.seed_, "explicit-monomials", phi.shape[1],
+                  hyperplane_sampler("gaussian", k, 1.0))
+    np.testing.assert_allclose(est.transform(X), phi @ R / np.sqrt(k), rtol=1e-10, atol=1e-12)
+    # the two forms draw different streams, so the spec checksums differ too
+    tensor = dkrp.ExplicitPolynomialProjection(degree=degree, n_components=k, random_state=3)
+    assert tensor.fit(X).spec_checksum_ != est.spec_checksum_
+
+
+def test_an_explicit_spec_saved_before_form_existed_loads_as_the_tensor_form(tmp_path):
+    # Specs of earlier versions carry no "form": they load with the default, the tensor
+    # form, and rebuild the same features.
+    import json
+
+    X = np.random.default_rng(4).standard_normal((6, 5))
+    est = dkrp.ExplicitPolynomialProjection(n_components=7, random_state=9).fit(X)
+    path = tmp_path / "spec.json"
+    est.save(path)
+    spec = json.loads(path.read_text())
+    del spec["params"]["form"]
+    path.write_text(json.dumps(spec))
+    loaded = dkrp.load(path)
+    assert loaded.form == "tensor"
+    np.testing.assert_array_equal(loaded.transform(X), est.transform(X))
+
+
 def test_explicit_projection_validates_its_parameters_and_defaults():
     X = np.random.default_rng(0).standard_normal((3, 4))
     E = dkrp.ExplicitPolynomialProjection
@@ -300,6 +375,8 @@ def test_explicit_projection_validates_its_parameters_and_defaults():
         E(n_components=0).fit(X)
     with pytest.raises(ValueError, match=r"^distribution must be one of .*; got 'uniform'\.$"):
         E(distribution="uniform").fit(X)
+    with pytest.raises(ValueError, match=r"^form must be one of .*; got 'sym'\.$"):
+        E(form="sym").fit(X)
     # the smallest valid values are accepted, and the documented default is 100
     assert E(degree=1, n_components=1, random_state=0).fit(X).transform(X).shape == (3, 1)
     est = E(random_state=0).fit(X)

@@ -26,8 +26,10 @@ _DISTRIBUTION = {
 }
 
 
-def make_map(method, *, degree, k, p=None, t=None, seed=0):
-    """An unfitted projector for ``method`` (one of :data:`METHODS`)."""
+def make_map(method, *, degree, k, p=None, t=None, seed=0, explicit_form="tensor"):
+    """An unfitted projector for ``method`` (one of :data:`METHODS`); ``explicit_form`` is
+    the explicit maps' ``form`` (the paper's ``"tensor"``, or ``"monomials"``: for
+    Gaussian entries the same distribution of features at half the cost for g = 2)."""
     from ..baselines import KulisGraumanRP, Nystroem
     from ..features import (
         ExplicitPolynomialProjection,
@@ -42,6 +44,7 @@ def make_map(method, *, degree, k, p=None, t=None, seed=0):
                                           n_terms=t, random_state=seed, **extra)
     if method.startswith("explicit-"):
         return ExplicitPolynomialProjection(degree=degree, n_components=k, random_state=seed,
+                                            form=explicit_form,
                                             **_DISTRIBUTION[method[len("explicit-"):]])
     if method == "kg-rp":
         return KulisGraumanRP(degree=degree, n_components=k, n_landmarks=p, n_terms=t,

@@ -12,6 +12,7 @@ The kernel is :math:`K(x, y) = \langle x, y\rangle^g` with feature map
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -293,14 +294,14 @@ class PolynomialRandomProjection(BaseProjector):
 
 
 class ExplicitPolynomialProjection(BaseProjector):
-    r"""Explicit :math:`\phi(x) = x^{\otimes g}` followed by a random projection.
+    r"""Explicit :math:`\phi(x)` followed by a random projection.
 
-    The reference the KRP paper measures itself against: project the
-    :math:`d^g`-dimensional explicit feature vector with a ``n_components ×
-    d^g`` Gaussian or Achlioptas matrix :math:`R`, scaled by :math:`1/\sqrt k`.
-    :math:`R` is never held whole: it is regenerated from the seed in blocks of
-    rows of :math:`R^T`, and :math:`\phi(X)` is formed one column block at a time,
-    so memory is :math:`O(n k + b (n_{block} + k))` for block width :math:`b`.
+    The reference the KRP paper measures itself against: project the explicit
+    feature vector with a ``n_components × D`` Gaussian or Achlioptas matrix
+    :math:`R`, scaled by :math:`1/\sqrt k`. :math:`R` is never held whole: it is
+    regenerated from the seed in blocks of rows of :math:`R^T`, and :math:`\phi(X)`
+    is formed one column block at a time, so memory is
+    :math:`O(n k + b (n_{block} + k))` for block width :math:`b`.
 
     Parameters
     ----------
@@ -308,14 +309,24 @@ class ExplicitPolynomialProjection(BaseProjector):
     n_components : int, default=100
     distribution : {"gaussian", "achlioptas"}, default="gaussian"
     density : float or "auto", default="auto"
-        For ``"achlioptas"``; ``"auto"`` is :math:`1/\sqrt{d^g}`.
+        For ``"achlioptas"``; ``"auto"`` is :math:`1/\sqrt{D}`.
+    form : {"tensor", "monomials"}, default="tensor"
+        Which explicit map :math:`\phi` is projected. ``"tensor"``: the paper's
+        :math:`\phi(x) = x^{\otimes g}`, :math:`D = d^g` coordinates.
+        ``"monomials"``: each distinct monomial once, weighted,
+        :math:`\phi_\alpha(x) = \sqrt{g! / \prod_i \alpha_i!}\, x^\alpha` for the
+        :math:`D = \binom{d+g-1}{g}` multisets :math:`\alpha` of size :math:`g`
+        (lexicographic order), about :math:`1/g!` of the tensor's cost. Both give
+        :math:`\langle \phi(x), \phi(y) \rangle = \langle x, y \rangle^g`, so every
+        JL projection of either preserves the kernel's distances alike; with Gaussian
+        entries the two even give features of the same distribution (see Notes).
     random_state : int or None, default=None
 
     Attributes
     ----------
     n_features_in_ : int
     n_explicit_features_ : int
-        :math:`d^g`.
+        :math:`D`: :math:`d^g` (tensor) or :math:`\binom{d+g-1}{g}` (monomials).
     density_ : float
     seed_ : int
     spec_checksum_ : str
@@ -324,8 +335,20 @@ class ExplicitPolynomialProjection(BaseProjector):
 
     Notes
     -----
-    Cost :math:`O(n d^g k)`: use it to measure approximations on small inputs (the
+    Cost :math:`O(n D k)`: use it to measure approximations on small inputs (the
     paper's 500 test samples), not for production featurization.
+
+    *Why the monomial form is the same projection, for Gaussian entries.* With the
+    tensor form a component is :math:`\sum_{i_1 \dots i_g} R_{i_1 \dots i_g}
+    x_{i_1} \cdots x_{i_g} = \sum_\alpha \big(\sum_{\pi(\alpha)} R_\pi\big)
+    x^\alpha`, the inner sum running over the :math:`g!/\prod_i \alpha_i!` index
+    tuples that are orderings of :math:`\alpha`. A sum of that many independent
+    :math:`N(0, 1)` entries is :math:`N(0, g!/\prod_i \alpha_i!)`, i.e. the weight of
+    :math:`\phi_\alpha` times one :math:`N(0, 1)` entry, independent across
+    :math:`\alpha`: the monomial form's components have exactly the tensor form's
+    distribution (not its values: the two draw different streams). Achlioptas
+    entries do not add up that way; there the monomial form is another valid
+    projection of the same kernel space, not the paper's.
 
     Examples
     --------
@@ -334,10 +357,16 @@ class ExplicitPolynomialProjection(BaseProjector):
     >>> X = np.random.default_rng(0).standard_normal((3, 4))
     >>> ExplicitPolynomialProjection(n_components=8, random_state=0).fit(X).transform(X).shape
     (3, 8)
+    >>> ExplicitPolynomialProjection(form="monomials", random_state=0).fit(X).n_explicit_features_
+    10
     """
 
     #: rows of R^T per processing block (a multiple of the seed-contract block).
     COLUMN_BLOCK = 16 * BLOCK_SIZE
+    #: rows of X per thread's tile of phi (1024 x COLUMN_BLOCK float64: 32 MiB)
+    ROW_TILE = 1024
+    #: the seed stream of each form: the tensor form's is the one specs always used
+    _STREAMS = {"tensor": "explicit", "monomials": "explicit-monomials"}
 
     def __init__(
         self,
@@ -346,19 +375,23 @@ class ExplicitPolynomialProjection(BaseProjector):
         n_components=100,
         distribution="gaussian",
         density="auto",
+        form="tensor",
         random_state=None,
     ):
         self.degree = degree
         self.n_components = n_components
         self.distribution = distribution
         self.density = density
+        self.form = form
         self.random_state = random_state
 
     def _resolve_params(self, n_features):
         check_integer("degree", self.degree, minimum=1)
         check_integer("n_components", self.n_components, minimum=1)
         check_choice("distribution", self.distribution, DISTRIBUTIONS)
-        self.n_explicit_features_ = int(n_features) ** int(self.degree)
+        check_choice("form", self.form, tuple(self._STREAMS))
+        d, g = int(n_features), int(self.degree)
+        self.n_explicit_features_ = d**g if self.form == "tensor" else math.comb(d + g - 1, g)
         self.density_ = resolve_density(self.density, self.n_explicit_features_,
                                         self.distribution)
 
@@ -369,7 +402,8 @@ class ExplicitPolynomialProjection(BaseProjector):
         self.n_components_ = self.n_components
 
     def _state_arrays(self):
-        first = draw_block(self.seed_, "explicit", 0, self.n_explicit_features_, self._sampler())
+        first = draw_block(self.seed_, self._STREAMS[self.form], 0, self.n_explicit_features_,
+                           self._sampler())
         return {"first_block": first}
 
     def _transform_array(self, X):
@@ -378,19 +412,60 @@ class ExplicitPolynomialProjection(BaseProjector):
             X = X.toarray()  # φ(x) of a sparse row is formed densely per column block
         n, d = X.shape
         total = self.n_explicit_features_
+        stream = self._STREAMS[self.form]
         sampler = self._sampler()
         out = np.zeros((n, self.n_components), dtype=np.float64)
-        shape = (d,) * self.degree
-        for start in range(0, total, self.COLUMN_BLOCK):
-            stop = min(total, start + self.COLUMN_BLOCK)
-            blocks = range(start // BLOCK_SIZE, (stop - 1) // BLOCK_SIZE + 1)
+        blocks = (_tensor_coordinates if self.form == "tensor" else _monomial_coordinates)(
+            d, int(self.degree), self.COLUMN_BLOCK)
+        start = 0
+        for coords, weights in blocks:
+            stop = start + len(coords[0])
+            seed_blocks = range(start // BLOCK_SIZE, (stop - 1) // BLOCK_SIZE + 1)
             R_t = np.concatenate(
-                [draw_block(self.seed_, "explicit", b, total, sampler) for b in blocks]
-            )
-            coords = np.unravel_index(np.arange(start, stop), shape)
-            phi = X[:, coords[0]].astype(np.float64)
-            for axis in coords[1:]:
-                phi *= X[:, axis]
-            out += phi @ R_t
+                [draw_block(self.seed_, stream, b, total, sampler) for b in seed_blocks]
+            )[start - seed_blocks[0] * BLOCK_SIZE:stop - seed_blocks[0] * BLOCK_SIZE]
+
+            def project(row_start, row_stop, coords=coords, weights=weights, R_t=R_t):
+                rows = X[row_start:row_stop].astype(np.float64, copy=False)
+                phi = scratch("explicit.phi", (len(rows), len(coords[0])), np.float64)
+                np.take(rows, coords[0], axis=1, out=phi)
+                for axis in coords[1:]:
+                    phi *= rows[:, axis]
+                if weights is not None:
+                    phi *= weights
+                out[row_start:row_stop] += phi @ R_t
+
+            # row tiles in parallel, one-thread BLAS each: phi is formed in cache and the
+            # bits do not depend on the number of threads
+            run_row_blocks(n, self.ROW_TILE, project)
+            start = stop
         out *= 1.0 / math.sqrt(self.n_components)
         return out.astype(dtype, copy=False)
+
+
+def _tensor_coordinates(d, degree, width):
+    """The coordinates of ``x^{⊗degree}`` (C order) in blocks of ``width``: per block,
+    one index array per factor and no weights."""
+    total = d**degree
+    for start in range(0, total, width):
+        yield np.unravel_index(np.arange(start, min(total, start + width)), (d,) * degree), None
+
+
+def _monomial_coordinates(d, degree, width):
+    """The distinct monomials of degree ``degree`` in ``d`` variables, lexicographic, in
+    blocks of ``width``: per block, one index array per factor and the weights
+    ``sqrt(degree! / prod(multiplicity!))``."""
+    combos = itertools.combinations_with_replacement(range(d), degree)
+    while True:
+        block = np.array(list(itertools.islice(combos, width)), dtype=np.intp)
+        if block.size == 0:
+            return
+        block = block.reshape(-1, degree)
+        # the running length of each run of equal indices: their product is prod(m_i!)
+        run = np.ones(len(block), dtype=np.float64)
+        factorials = np.ones(len(block), dtype=np.float64)
+        for j in range(1, degree):
+            run = np.where(block[:, j] == block[:, j - 1], run + 1, 1.0)
+            factorials *= run
+        weights = np.sqrt(math.factorial(degree) / factorials)
+        yield tuple(block.T), weights
