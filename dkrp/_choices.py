@@ -10,6 +10,8 @@ DISTRIBUTIONS = ("gaussian", "achlioptas")
 #: how a hyperplane pool is built (dkrp.features._pools); FOURIER_POOLS for RFF
 POOLS = ("iid", "orthogonal", "tight_frame", "structured")
 FOURIER_POOLS = ("iid", "orthogonal", "structured")
+#: which explicit map phi(x) ExplicitPolynomialProjection projects
+EXPLICIT_FORMS = ("tensor", "monomials")
 #: how KRP components pick pool rows
 INDEX_DESIGNS = ("random", "balanced")
 #: the dtypes projectors compute in, by name (dkrp._validation.FLOAT_DTYPES)

@@ -125,6 +125,25 @@ def test_featurize_npy_with_rff_float32(tmp_path, scheduler_address):
     assert fs.spec["fitted"]["gamma_"] == pytest.approx(1 / (6 * X.var()), rel=1e-9)
 
 
+@pytest.mark.parametrize("form", ["tensor", "monomials"])
+def test_featurize_explicit_takes_its_form(tmp_path, scheduler_address, form):
+    # --form reaches the class: the store holds the Python estimator's features, and its
+    # spec names the form (the monomial form of d=6 has 21 columns, not 36)
+    from dkrp import ExplicitPolynomialProjection
+
+    X = np.random.default_rng(1).standard_normal((300, 6))
+    np.save(tmp_path / "x.npy", X)
+    r = _run("featurize", tmp_path / "x.npy", tmp_path / "f.zarr", "--method", "explicit",
+             "--form", form, "--n-components", 12, "--seed", 4,
+             "--scheduler", scheduler_address, "-q")
+    assert r.exit_code == 0, r.output
+    fs = open_features(tmp_path / "f.zarr")
+    assert fs.spec["params"]["form"] == form
+    est = ExplicitPolynomialProjection(n_components=12, form=form, random_state=4).fit(X)
+    assert est.n_explicit_features_ == {"tensor": 36, "monomials": 21}[form]
+    np.testing.assert_allclose(fs.Z.compute(), est.transform(X), rtol=1e-12, atol=1e-12)
+
+
 def test_demo_runs_on_digits(tmp_path, scheduler_address):
     r = _run("demo", "--scheduler", scheduler_address, "--quiet", "--workdir", tmp_path)
     assert r.exit_code == 0, r.output

@@ -14,6 +14,7 @@ import click
 from .._choices import (
     COMPRESSORS,
     DISTRIBUTIONS,
+    EXPLICIT_FORMS,
     FLOAT_DTYPE_NAMES,
     INDEX_DESIGNS,
     POOLS,
@@ -67,6 +68,10 @@ class _FeaturizeCommand(click.Command):
 @click.option("--index-design", type=click.Choice(INDEX_DESIGNS),
               help="How krp components pick pool rows: random subsets (default) or balanced "
                    "(every pool row used equally often).")
+@click.option("--form", type=click.Choice(EXPLICIT_FORMS),
+              help="explicit only: project x^{⊗g} (tensor, d^g columns, the paper's) or each "
+                   "distinct monomial once, weighted (monomials, C(d+g-1, g) columns: half the "
+                   "cost at g=2, the same distribution of Gaussian features).")
 @click.option("--kernel",
               help="Kernel for methods that take one: homogeneous_polynomial, polynomial, "
                    "gaussian or laplacian (see `dkrp methods`).")
@@ -123,7 +128,7 @@ class _FeaturizeCommand(click.Command):
                    "(nothing fitted, started or written).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
-              distribution, density, pool, index_design, kernel, gamma, scale, seed, dtype,
+              distribution, density, pool, index_design, form, kernel, gamma, scale, seed, dtype,
               store_dtype, bits, compressor, standardize, scale_rows, like, spec_path,
               scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite,
               chunk_rows, dry_run, quiet):
@@ -190,8 +195,8 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     try:
         options = dict(degree=degree, n_components=n_components,
                        n_hyperplanes=n_hyperplanes, n_terms=n_terms, distribution=distribution,
-                       density=density, pool=pool, index_design=index_design, kernel=kernel,
-                       gamma=gamma, scale=scale, random_state=seed)
+                       density=density, pool=pool, index_design=index_design, form=form,
+                       kernel=kernel, gamma=gamma, scale=scale, random_state=seed)
         scaling = dict(standardize=standardize, scale_rows=scale_rows)
         store = dict(bits=bits, store_dtype=store_dtype, compressor=compressor)
         summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
@@ -239,7 +244,8 @@ def _summary_line(summary, wall_seconds):
 
 #: featurize's parameters that choose or fit a map: refused beside --like/--spec
 _METHOD_PARAMS = ("method", "degree", "n_components", "n_hyperplanes", "n_terms",
-                  "distribution", "density", "pool", "index_design", "kernel", "gamma", "scale",
+                  "distribution", "density", "pool", "index_design", "form", "kernel", "gamma",
+                  "scale",
                   "seed", "standardize", "scale_rows")
 
 
@@ -345,6 +351,7 @@ OPTION_FLAGS = {
     "density": "--density",
     "pool": "--pool",
     "index_design": "--index-design",
+    "form": "--form",
     "kernel": "--kernel",
     "gamma": "--gamma",
     "scale": "--scale",

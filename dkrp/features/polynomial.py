@@ -18,6 +18,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._choices import EXPLICIT_FORMS
 from .._random import BLOCK_SIZE, draw_block, draw_rows
 from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer
@@ -365,8 +366,9 @@ class ExplicitPolynomialProjection(BaseProjector):
     COLUMN_BLOCK = 16 * BLOCK_SIZE
     #: rows of X per thread's tile of phi (1024 x COLUMN_BLOCK float64: 32 MiB)
     ROW_TILE = 1024
-    #: the seed stream of each form: the tensor form's is the one specs always used
-    _STREAMS = {"tensor": "explicit", "monomials": "explicit-monomials"}
+    #: the seed stream of each form (EXPLICIT_FORMS): the tensor form's is the one specs
+    #: always used
+    _STREAMS = dict(zip(EXPLICIT_FORMS, ("explicit", "explicit-monomials"), strict=True))
 
     def __init__(
         self,
