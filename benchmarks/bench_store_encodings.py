@@ -89,20 +89,28 @@ def _dataset(X, y, folder, chunk_rows, name):
     return store
 
 
+def _mnist_store_and_krp(args, workdir):
+    """MNIST's training rows as a dataset store in ``--chunk-rows`` chunks, and the KRP map
+    the write benchmarks use: ``(X, store path, opened dataset, fitted KRP)``."""
+    from dkrp.io import open_dataset
+
+    X, y = _mnist("train", args.rows)
+    src = _dataset(X, y, workdir, args.chunk_rows, "mnist")
+    krp = dkrp.PolynomialRandomProjection(degree=2, n_components=args.n_components,
+                                          n_hyperplanes=args.n_hyperplanes,
+                                          random_state=0).fit(X[:10])
+    return X, src, open_dataset(src), krp
+
+
 def bench_write(args, workdir):
     from distributed import Client
 
     from dkrp.feature_store import write_features
-    from dkrp.io import open_dataset
     from dkrp.parallel import featurize, start_local_cluster
 
-    X, y = _mnist("train", args.rows)
-    src = _dataset(X, y, workdir, args.chunk_rows, "mnist")
-    ds = open_dataset(src)
+    X, src, ds, krp = _mnist_store_and_krp(args, workdir)
     maps = {
-        "krp": dkrp.PolynomialRandomProjection(degree=2, n_components=args.n_components,
-                                               n_hyperplanes=args.n_hyperplanes,
-                                               random_state=0).fit(X[:10]),
+        "krp": krp,
         "spe": dkrp.SignProductEmbedding(n_components=args.n_components,
                                          random_state=0).fit(X[:10]),
     }
@@ -224,15 +232,9 @@ def bench_pipeline(args, workdir):
     from distributed import Client
 
     from dkrp.feature_store import write_features
-    from dkrp.io import open_dataset
     from dkrp.parallel import featurize, start_local_cluster
 
-    X, y = _mnist("train", args.rows)
-    src = _dataset(X, y, workdir, args.chunk_rows, "mnist")
-    ds = open_dataset(src)
-    est = dkrp.PolynomialRandomProjection(degree=2, n_components=args.n_components,
-                                          n_hyperplanes=args.n_hyperplanes,
-                                          random_state=0).fit(X[:10])
+    _, _, ds, est = _mnist_store_and_krp(args, workdir)
     results = {}
     with start_local_cluster(n_workers=2, threads_per_worker=args.threads_per_worker) \
             as cluster, Client(cluster) as client:
