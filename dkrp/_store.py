@@ -18,10 +18,15 @@ describes either kind. Chunk-level checks (present, checksum) live in
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import threading
+import uuid
 from pathlib import Path
 
-__all__ = ["FORMATS", "read_attrs", "check_store", "consolidate"]
+__all__ = ["FORMATS", "read_attrs", "check_store", "consolidate", "publish_atomically",
+           "write_attrs"]
 
 #: ``dkrp_format`` -> (what it is called in messages, newest version this dkrp reads)
 FORMATS = {"dataset": ("dataset store", 1), "features": ("feature store", 2)}
@@ -107,3 +112,52 @@ def consolidate(path) -> None:
         warnings.filterwarnings("ignore", message="Consolidated metadata",
                                 category=UserWarning)
         zarr.consolidate_metadata(str(path))
+
+
+def write_attrs(group, attrs: dict) -> None:
+    """Add ``attrs`` to ``group``'s attributes in one write of its ``zarr.json``.
+
+    ``group.attrs.update(attrs)`` rewrites the file once per key (28 times for a
+    feature store: about 28 ms, a measurable part of a small write); a single
+    ``update_attributes`` also never leaves a file holding some keys and not others.
+    """
+    group.update_attributes(dict(attrs))
+
+
+@contextlib.contextmanager
+def publish_atomically(dest: Path, label: str):
+    """Give a hidden sibling of ``dest`` to write into; move it to ``dest`` when all went well.
+
+    Parameters
+    ----------
+    dest : pathlib.Path
+        Path of the store to publish. An existing store there is swapped out, then
+        deleted: the caller has checked that it is one dkrp wrote (never a user's file).
+    label : str
+        What writes it, in the sibling's name: ``.<dest name>.<label>-<random>``.
+
+    Yields
+    ------
+    pathlib.Path
+        The sibling, not yet created.
+
+    Notes
+    -----
+    If the ``with`` body raises (any exception, KeyboardInterrupt included) or the renames
+    fail, the sibling is deleted and ``dest`` is left as it was. A killed process may
+    leave the sibling behind; its ``complete`` attribute is then false.
+    """
+    dest = Path(dest)
+    tmp = dest.with_name(f".{dest.name}.{label}-{uuid.uuid4().hex[:12]}")
+    try:
+        yield tmp
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:12]}")
+            os.rename(dest, old)
+            os.rename(tmp, dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -495,6 +495,25 @@ def test_cli_train_predict_end_to_end(digits, client, tmp_path):
     assert "ensemble accuracy" in r.output and r.output.count("LinearSVC") == 3
     stored = zarr.open_group(str(tmp_path / "pred.zarr"), mode="r")
     assert np.array_equal(stored["y_pred"][:], expected)
+    # --out: an existing store needs --overwrite, and only a predictions store is replaced
+    # (built beside it, then swapped in); a user's directory is refused before predicting
+    predict = ["predict", str(model_dir), str(tmp_path / "test.zarr"), "--scheduler", address]
+    r = run(main, predict + ["--out", str(tmp_path / "pred.zarr")])
+    assert r.exit_code != 0 and "exists; pass --overwrite" in r.output
+    (tmp_path / "pred.zarr" / "y_pred" / "c" / "0").unlink()  # a damaged earlier output
+    r = run(main, predict + ["--out", str(tmp_path / "pred.zarr"), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    stored = zarr.open_group(str(tmp_path / "pred.zarr"), mode="r")
+    assert np.array_equal(stored["y_pred"][:], expected)
+    assert stored.attrs["dkrp_format"] == "predictions"
+    assert not list(tmp_path.glob(".pred.zarr.*"))  # no build or old copy left beside it
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("a user's file")
+    r = run(main, predict + ["--out", str(mine), "--overwrite"])
+    assert r.exit_code != 0 and "Refusing to replace" in r.output, r.output
+    assert (mine / "notes.txt").read_text() == "a user's file"
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
     # --voters 1 is a single random-feature SVM; partition strategy; bad input
     r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(tmp_path / "one"),
                    "--voters", "1", "--n-components", "50", "--strategy", "partition",

@@ -105,8 +105,8 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
             raise ValueError(f"{model_dir} holds a {type(model).__name__}, not a trained "
                              "ensemble (dkrp train).")
         ds = open_dataset(test_path)
-        if out is not None and Path(out).exists() and not overwrite:
-            raise FileExistsError(f"{out} exists; pass --overwrite to replace it.")
+        if out is not None:
+            _check_predictions_out(Path(out), overwrite)
         with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
             result = evaluate(model, ds.X, ds.y, client=client)
         if out is not None:
@@ -123,15 +123,35 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
         click.echo(f"predictions: {Path(out).absolute()}")
 
 
-def _write_predictions(out, y_pred, model_dir, test_path):
-    import shutil
+#: ``dkrp_format`` of the store ``dkrp predict --out`` writes
+PREDICTIONS_FORMAT = "predictions"
 
+
+def _check_predictions_out(out, overwrite):
+    """Refuse an ``--out`` that exists, unless ``--overwrite`` and it is a predictions store
+    dkrp wrote: a user's directory or file is never replaced (checked before predicting)."""
+    from .._store import read_attrs
+
+    if not out.exists():
+        return
+    if not overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it.")
+    if (read_attrs(out) or {}).get("dkrp_format") != PREDICTIONS_FORMAT:
+        raise FileExistsError(
+            f"Refusing to replace {out}: it is not a predictions store written by dkrp "
+            "predict (no zarr.json with dkrp_format='predictions'). Remove it yourself or "
+            "choose another --out.")
+
+
+def _write_predictions(out, y_pred, model_dir, test_path):
+    """Write the predictions store beside ``out`` and swap it in once complete."""
     import zarr
 
-    out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
-    group = zarr.open_group(str(out), mode="w")
-    group.create_array("y_pred", data=y_pred)
-    group.attrs.update({"dkrp_format": "predictions", "model": str(Path(model_dir).absolute()),
-                        "input": str(Path(test_path).absolute()), "complete": True})
+    from .._store import publish_atomically, write_attrs
+
+    with publish_atomically(Path(out), "predict") as tmp:
+        group = zarr.open_group(str(tmp), mode="w-")
+        group.create_array("y_pred", data=y_pred)
+        write_attrs(group, {"dkrp_format": PREDICTIONS_FORMAT,
+                            "model": str(Path(model_dir).absolute()),
+                            "input": str(Path(test_path).absolute()), "complete": True})

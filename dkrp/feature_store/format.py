@@ -62,7 +62,7 @@ import numpy as np
 from .._blockwise import spec_json
 from .._chunks import read_checked, with_checksum
 from .._spec import from_spec, registered_projectors
-from .._store import check_store, read_attrs
+from .._store import check_store, read_attrs, write_attrs
 from ..errors import FeatureStoreError
 from .encoding import BITS, ENCODING_VERSIONS, FLOAT, compressor_codecs, row_bytes
 
@@ -366,7 +366,7 @@ def _create(path: Path, attrs: dict):
 
     path.parent.mkdir(parents=True, exist_ok=True)
     group = zarr.open_group(str(path), mode="w", zarr_format=3)
-    group.attrs.update(attrs)  # complete: false, before the first chunk
+    write_attrs(group, attrs)  # complete: false, before the first chunk
     n, k = attrs["n_samples"], attrs["n_components"]
     bits = attrs.get("encoding", FLOAT) == BITS
     width = attrs["bytes_per_row"] if bits else k

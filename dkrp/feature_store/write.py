@@ -209,13 +209,13 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     _remove_partial_files(build)  # of a worker that died mid-write, its chunk since redone
     import zarr
 
-    from .._store import consolidate
+    from .._store import consolidate, write_attrs
 
     consolidate(build)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
     group = zarr.open_group(str(build), mode="r+")
     final = dict(attrs)
     final["complete"] = True
-    group.attrs.update(final)  # the completion marker, last
+    write_attrs(group, final)  # the completion marker, last
     if plan.get("replace"):
         _swap_in(build, path)
     return _summary(path, attrs, t0, written=len(todo), skipped=skipped)

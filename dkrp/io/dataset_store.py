@@ -68,7 +68,7 @@ from dask.base import tokenize
 from .._chunks import CheckedArray, check_arrays, chunk_where, missing_chunks, read_checked
 from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
-from .._store import check_store
+from .._store import check_store, write_attrs
 from ..errors import ChunkError
 from ._common import _check_finite_block
 
@@ -295,7 +295,8 @@ def _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacit
         The new ``X`` group.
     """
     xg = group.create_group("X")
-    xg.attrs.update(
+    write_attrs(
+        xg,
         {
             "format": "csr",
             "shape": [n_samples, n_features],

@@ -18,15 +18,11 @@ deleted chunk files instead of silently reading fill values.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import logging
 import lzma
-import os
 import re
-import shutil
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +32,7 @@ import numpy as np
 import zarr
 
 from .. import _choices
-from .._store import consolidate
+from .._store import consolidate, publish_atomically, write_attrs
 from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
 from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
 from .dataset_store import (
@@ -169,40 +165,11 @@ def _check_dest(dest: Path, overwrite: bool) -> None:
         )
 
 
-@contextlib.contextmanager
 def _atomic_publish(dest: Path):
-    """Give a hidden sibling of ``dest`` to write into; move it to ``dest`` when all went well.
-
-    Parameters
-    ----------
-    dest : pathlib.Path
-        Absolute path of the store to publish; an existing store there (already checked by
-        :func:`_check_dest`) is swapped out, then deleted.
-
-    Yields
-    ------
-    pathlib.Path
-        ``.<dest name>.ingest-<random>`` beside ``dest``, not yet created.
-
-    Notes
-    -----
-    If the ``with`` body raises (any exception, KeyboardInterrupt included) or the renames
-    fail, the sibling is deleted and nothing is left at ``dest``. A killed process may leave
-    the sibling behind; its ``complete`` attribute is then false.
-    """
-    tmp = dest.with_name(f".{dest.name}.ingest-{uuid.uuid4().hex[:12]}")
-    try:
-        yield tmp
-        if dest.exists():
-            old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:12]}")
-            os.rename(dest, old)
-            os.rename(tmp, dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    """:func:`dkrp._store.publish_atomically` with ingest's sibling name,
+    ``.<dest name>.ingest-<random>``; an existing store at ``dest`` was checked by
+    :func:`_check_dest`."""
+    return publish_atomically(dest, "ingest")
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,7 +339,8 @@ def ingest(
     with _atomic_publish(dest) as tmp:
         group = zarr.open_group(str(tmp), mode="w-", zarr_format=3)
         # the completion flag is false until every chunk and attribute has been written
-        group.attrs.update(
+        write_attrs(
+            group,
             {
                 "dkrp_format": DATASET_FORMAT,
                 "format_version": FORMAT_VERSION,
@@ -395,7 +363,7 @@ def ingest(
                 f"{type(exc).__name__}: {exc}. Check it against its published checksum "
                 "(sha256sum) or fetch it again."
             ) from exc
-        group.attrs.update(info)
+        write_attrs(group, info)
         consolidate(tmp)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
         # reopened: the group opened before would write its metadata back without them
         group = zarr.open_group(str(tmp), mode="r+")
