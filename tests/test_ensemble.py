@@ -277,6 +277,22 @@ def test_save_load_gives_identical_predictions(digits, saved):
         model.predict(Xte[:5]).tolist()
     with pytest.raises(FileExistsError, match="overwrite"):
         model.save(path)
+    model.save(path, overwrite=True)  # a saved model is replaced when asked
+    assert np.array_equal(dkrp.load(path).predict(Xte), model.predict(Xte))
+
+
+@pytest.mark.parametrize("name, content", [("dkrp.json", '{"format": "mine"}'),
+                                           ("dkrp.json", "not json"),
+                                           ("voters.npz", "a user's file")])
+def test_save_never_writes_over_files_it_did_not_write(saved, tmp_path, name, content):
+    # a directory holding a dkrp.json that is not a model manifest, or a voters.npz without
+    # a manifest, is a user's: refused even with overwrite, the file left as it was
+    model, _ = saved
+    (tmp_path / name).write_text(content)
+    with pytest.raises(FileExistsError, match="Refusing to replace"):
+        model.save(tmp_path, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert (tmp_path / name).read_text() == content
 
 
 def _copy(path, dest):

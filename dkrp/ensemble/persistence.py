@@ -68,9 +68,7 @@ def save_ensemble(est, directory, *, overwrite):
 
     if directory.exists() and not directory.is_dir():
         raise FileExistsError(f"{directory} exists and is not a directory.")
-    if (directory / MANIFEST).exists() and not overwrite:
-        raise FileExistsError(f"{directory} already holds a saved model; pass overwrite=True "
-                              "(--overwrite) to replace it.")
+    _check_replaceable(directory, overwrite)
     directory.mkdir(parents=True, exist_ok=True)
     classes = np.asarray(est.classes_)
     if classes.dtype.kind not in "biufU":
@@ -108,6 +106,28 @@ def save_ensemble(est, directory, *, overwrite):
     tmp.write_text(text)
     os.replace(tmp, directory / MANIFEST)
     return directory
+
+
+def _check_replaceable(directory, overwrite):
+    """Refuse to write over files of ``directory`` that are not a model dkrp saved: only
+    ``dkrp.json`` and ``voters.npz`` are written, and only over a saved model's own."""
+    manifest, arrays = directory / MANIFEST, directory / ARRAYS
+    if manifest.exists():
+        if not overwrite:
+            raise FileExistsError(f"{directory} already holds a saved model; pass "
+                                  "overwrite=True (--overwrite) to replace it.")
+        try:
+            ours = json.loads(manifest.read_text()).get("format") == ENSEMBLE_FORMAT
+        except (OSError, ValueError, AttributeError):
+            ours = False
+        if not ours:
+            raise FileExistsError(
+                f"Refusing to replace {manifest}: it is not the manifest of a model dkrp "
+                "saved. Move it away or choose another directory.")
+    elif arrays.exists():
+        raise FileExistsError(
+            f"Refusing to replace {arrays}: {directory} holds no saved model ({MANIFEST}), "
+            "so the file is not dkrp's. Move it away or choose another directory.")
 
 
 def _json_default(value):
