@@ -16,6 +16,7 @@ import contextlib
 import logging
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -541,10 +542,16 @@ def run_demo(
         step(f"ingesting train and test rows into Zarr dataset stores in {workdir}")
         for part, X in (("train", X_train), ("test", X_test)):
             dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-            npy = workdir / f"{dataset}-{part}.npy"
-            np.save(npy, np.ascontiguousarray(dense, dtype=np.float64))
+            # the rows go through a hidden .npy of the demo's own, removed once ingested:
+            # a user's <dataset>-<part>.npy in --workdir is never written over
+            npy = workdir / f".{dataset}-{part}.demo-{uuid.uuid4().hex[:12]}.npy"
             stores[part] = workdir / f"{dataset}-{part}.zarr"
-            ingest(npy, stores[part], overwrite=True, chunk_rows=_chunk_rows(dense.shape[0]))
+            try:
+                np.save(npy, np.ascontiguousarray(dense, dtype=np.float64))
+                ingest(npy, stores[part], overwrite=True,
+                       chunk_rows=_chunk_rows(dense.shape[0]))
+            finally:
+                npy.unlink(missing_ok=True)
         for label, projector, C in _demo_projectors(dataset, n_features, X_train, seed):
             step(f"featurizing with {label} on the cluster")
             with _timer() as t:

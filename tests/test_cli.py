@@ -145,8 +145,13 @@ def test_featurize_explicit_takes_its_form(tmp_path, scheduler_address, form):
 
 
 def test_demo_runs_on_digits(tmp_path, scheduler_address):
+    # a user's file in --workdir named like the demo's rows is left as it was
+    (tmp_path / "digits-train.npy").write_text("a user's file")
     r = _run("demo", "--scheduler", scheduler_address, "--quiet", "--workdir", tmp_path)
     assert r.exit_code == 0, r.output
+    assert (tmp_path / "digits-train.npy").read_text() == "a user's file"
+    assert not list(tmp_path.glob(".*.npy"))  # the demo's own rows are gone once ingested
+    assert (tmp_path / "digits-train.zarr").is_dir()
     lines = {line.split("  ")[0]: line for line in r.output.splitlines()}
     assert any(k.startswith("LinearSVC on KRP") for k in lines)
     acc = {k: float(v.split()[-3]) for k, v in lines.items()
