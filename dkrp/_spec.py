@@ -290,6 +290,7 @@ def save(est, path) -> Path:
     arrays = spec.pop("arrays")
     if arrays is not None:
         npz = path.with_suffix(".npz")
+        _check_arrays_file_is_ours(path, npz)
         decoded = {k: decode_array(v) for k, v in arrays.items()}
         tmp = npz.with_name(npz.name + ".tmp.npz")
         np.savez(tmp, **decoded)
@@ -299,6 +300,22 @@ def save(est, path) -> Path:
     tmp.write_text(json.dumps(spec, indent=2, sort_keys=True))
     os.replace(tmp, path)
     return path
+
+
+def _check_arrays_file_is_ours(path: Path, npz: Path) -> None:
+    """Refuse to write the arrays beside ``path`` over an ``.npz`` that is not the arrays
+    file of a spec saved at ``path`` (``path`` is the caller's to name; its sibling is not)."""
+    if not npz.exists():
+        return
+    try:
+        ours = json.loads(path.read_text()).get("arrays_file") == npz.name
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise FileExistsError(
+            f"Refusing to write {npz}: the learnt arrays of {path} go there, but that file "
+            f"is not the arrays file of a spec saved at {path.name}. Move it away or save "
+            "under another name.")
 
 
 def register_format(name, loader, manifest):

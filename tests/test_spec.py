@@ -91,6 +91,14 @@ def test_spec_round_trip_and_save_load_learnt(name, tmp_path):
     assert (tmp_path / "model.npz").exists()
     assert "arrays" not in json.loads(path.read_text())
     assert load(path).transform(X).tobytes() == Z.tobytes()
+    assert est.save(path) == path  # saving again replaces its own two files
+    # the .npz beside a path is written only over the arrays file of a spec saved there:
+    # a user's data.npz survives est.save("data.json")
+    (tmp_path / "data.npz").write_bytes(b"a user's arrays")
+    with pytest.raises(FileExistsError, match="Refusing to write .*data.npz"):
+        est.save(tmp_path / "data.json")
+    assert (tmp_path / "data.npz").read_bytes() == b"a user's arrays"
+    assert not (tmp_path / "data.json").exists()
 
 
 @pytest.mark.parametrize("name", sorted(BASELINE_MAPS))
