@@ -308,5 +308,12 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
         No pickle is involved: :func:`dkrp.load` reads JSON and ``np.load(...,
         allow_pickle=False)``.
+
+        Raises
+        ------
+        FileExistsError
+            When the ``.npz`` beside ``path`` (same name, suffix ``.npz``) exists and is
+            not the arrays file of a spec saved at ``path``: a file dkrp did not write
+            is never replaced.
         """
         return _spec.save(self, path)
