@@ -539,6 +539,13 @@ def test_cli_train_predict_end_to_end(digits, client, tmp_path):
     r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(model_dir),
                    "--scheduler", address, "-q"])
     assert r.exit_code != 0 and "already holds a saved model; pass --overwrite" in r.output
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "voters.npz").write_text("a user's file")
+    r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(theirs), "--overwrite",
+                   "--scheduler", address, "-q"])
+    assert r.exit_code != 0 and "Refusing to replace" in r.output and "trained" not in r.output
+    assert (theirs / "voters.npz").read_text() == "a user's file"
     r = run(main, ["train", str(tmp_path / "train.zarr"), "--out", str(tmp_path / "x"),
                    "--voters", "0"])
     assert r.exit_code != 0 and "--voters" in r.output

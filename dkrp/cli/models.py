@@ -52,14 +52,13 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
       dkrp train big.zarr --out model --strategy partition --scheduler tcp://10.0.0.5:8786
       dkrp train mnist.zarr --out single --voters 1
     """
-    from ..ensemble import MANIFEST, RandomFeatureVotingClassifier, summary_lines
+    from ..ensemble import RandomFeatureVotingClassifier, summary_lines
+    from ..ensemble.persistence import check_save_target
     from ..io import open_dataset
 
     gamma = _parse_float_or("--gamma", gamma, "scale")
     with _as_click_errors():
-        if (Path(out) / MANIFEST).exists() and not overwrite:
-            raise FileExistsError(f"{out} already holds a saved model; pass --overwrite to "
-                                  "replace it.")
+        check_save_target(Path(out), overwrite)  # before training, not after
         ds = open_dataset(train_path)
         if ds.y is None:
             raise ValueError(f"{train_path} has no labels: ingest it with its labels "

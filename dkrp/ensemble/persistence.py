@@ -66,9 +66,7 @@ def save_ensemble(est, directory, *, overwrite):
     """Write ``est`` (fitted) to ``directory``: the arrays file, then the manifest."""
     from .. import __version__
 
-    if directory.exists() and not directory.is_dir():
-        raise FileExistsError(f"{directory} exists and is not a directory.")
-    _check_replaceable(directory, overwrite)
+    check_save_target(directory, overwrite)
     directory.mkdir(parents=True, exist_ok=True)
     classes = np.asarray(est.classes_)
     if classes.dtype.kind not in "biufU":
@@ -108,9 +106,12 @@ def save_ensemble(est, directory, *, overwrite):
     return directory
 
 
-def _check_replaceable(directory, overwrite):
-    """Refuse to write over files of ``directory`` that are not a model dkrp saved: only
-    ``dkrp.json`` and ``voters.npz`` are written, and only over a saved model's own."""
+def check_save_target(directory, overwrite):
+    """Refuse a ``directory`` a model cannot be saved to: a file, a saved model without
+    ``overwrite``, or files of the model's names that are not a model dkrp saved (only
+    ``dkrp.json`` and ``voters.npz`` are written, and only over a saved model's own)."""
+    if directory.exists() and not directory.is_dir():
+        raise FileExistsError(f"{directory} exists and is not a directory.")
     manifest, arrays = directory / MANIFEST, directory / ARRAYS
     if manifest.exists():
         if not overwrite:
