@@ -349,6 +349,26 @@ def test_explicit_monomial_form_projects_the_weighted_monomials(d, degree):
     assert tensor.fit(X).spec_checksum_ != est.spec_checksum_
 
 
+@pytest.mark.parametrize("form", ["tensor", "monomials"])
+def test_explicit_bytes_do_not_depend_on_threads_or_row_blocks(form):
+    # The seed contract: the same spec and row chunking give the same bytes on any worker,
+    # whatever its thread count, and blocks of whole ROW_TILEs in any order give the
+    # whole block's bytes. (Tiles of other heights may not: with these small shapes
+    # OpenBLAS sums a 350-row tile in another order than a 700-row one.)
+    from dkrp._threading import limit_threads
+
+    tile = dkrp.ExplicitPolynomialProjection.ROW_TILE
+    X = np.random.default_rng(6).standard_normal((3 * tile + 77, 30))
+    est = dkrp.ExplicitPolynomialProjection(n_components=9, form=form, random_state=5).fit(X)
+    with limit_threads(1):
+        whole = est.transform(X)
+    for threads in (2, 3):
+        with limit_threads(threads):
+            assert est.transform(X).tobytes() == whole.tobytes(), threads
+    pieces = {s: est.transform(X[s:s + 2 * tile]) for s in (2 * tile, 0)}
+    assert np.concatenate([pieces[0], pieces[2 * tile]]).tobytes() == whole.tobytes()
+
+
 def test_an_explicit_spec_saved_before_form_existed_loads_as_the_tensor_form(tmp_path):
     # Specs of earlier versions carry no "form": they load with the default, the tensor
     # form, and rebuild the same features.

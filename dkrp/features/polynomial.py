@@ -364,8 +364,10 @@ class ExplicitPolynomialProjection(BaseProjector):
 
     #: rows of R^T per processing block (a multiple of the seed-contract block).
     COLUMN_BLOCK = 16 * BLOCK_SIZE
-    #: rows of X per thread's tile of phi (1024 x COLUMN_BLOCK float64: 32 MiB)
-    ROW_TILE = 1024
+    #: rows of X per thread's tile of phi (256 x COLUMN_BLOCK float64: 8 MiB): small
+    #: enough that the paper's 500 test rows keep two cores busy, a divisor of the feature
+    #: store's PIPELINE_ROWS so a chunk written in steps gets the whole chunk's bits
+    ROW_TILE = 256
     #: the seed stream of each form (EXPLICIT_FORMS): the tensor form's is the one specs
     #: always used
     _STREAMS = dict(zip(EXPLICIT_FORMS, ("explicit", "explicit-monomials"), strict=True))
@@ -423,9 +425,15 @@ class ExplicitPolynomialProjection(BaseProjector):
         for coords, weights in blocks:
             stop = start + len(coords[0])
             seed_blocks = range(start // BLOCK_SIZE, (stop - 1) // BLOCK_SIZE + 1)
-            R_t = np.concatenate(
-                [draw_block(self.seed_, stream, b, total, sampler) for b in seed_blocks]
-            )[start - seed_blocks[0] * BLOCK_SIZE:stop - seed_blocks[0] * BLOCK_SIZE]
+            parts = [None] * len(seed_blocks)
+
+            def draw(first, last, seed_blocks=seed_blocks, parts=parts):
+                for i in range(first, last):  # numpy's generators fill without the GIL
+                    parts[i] = draw_block(self.seed_, stream, seed_blocks[i], total, sampler)
+
+            run_row_blocks(len(seed_blocks), 1, draw)
+            R_t = np.concatenate(parts)[start - seed_blocks[0] * BLOCK_SIZE:
+                                        stop - seed_blocks[0] * BLOCK_SIZE]
 
             def project(row_start, row_stop, coords=coords, weights=weights, R_t=R_t):
                 rows = X[row_start:row_stop].astype(np.float64, copy=False)
@@ -437,8 +445,9 @@ class ExplicitPolynomialProjection(BaseProjector):
                     phi *= weights
                 out[row_start:row_stop] += phi @ R_t
 
-            # row tiles in parallel, one-thread BLAS each: phi is formed in cache and the
-            # bits do not depend on the number of threads
+            # row tiles in parallel, one-thread BLAS each: phi is formed in cache, and the
+            # tiles (hence the bits: BLAS may sum a tile of another height in another
+            # order) do not depend on the number of threads
             run_row_blocks(n, self.ROW_TILE, project)
             start = stop
         out *= 1.0 / math.sqrt(self.n_components)
