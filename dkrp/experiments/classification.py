@@ -78,8 +78,8 @@ def _configurations(params, method, n_paper, dataset):
 
 def _explicit_columns(n_features, params):
     """Columns of the explicit phi(x) (g = 2) in the form the experiment uses."""
-    d = n_features
-    return d * d if params["explicit_form"] == "tensor" else d * (d + 1) // 2
+    probe = make_map("explicit-gaussian", degree=2, k=1, explicit_form=params["explicit_form"])
+    return probe.fit_n_features(n_features).n_explicit_features_
 
 
 def _explicit_feasible(method, n_features, params):
