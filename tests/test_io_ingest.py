@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from conftest import no_siblings
 
+from dkrp._store import publish_atomically
 from dkrp.io import file_sha256, ingest, open_dataset
-from dkrp.io.ingestion import _FORMATS, _atomic_publish, _resolve_format
+from dkrp.io.ingestion import _FORMATS, _resolve_format
 
 
 def test_file_sha256(tmp_path):
@@ -125,13 +126,13 @@ def test_format_refusals(tmp_path):
 def test_atomic_publish_swaps_in_or_leaves_nothing(tmp_path):
     dest = tmp_path / "d"
     with pytest.raises(KeyboardInterrupt):
-        with _atomic_publish(dest) as tmp:
+        with publish_atomically(dest, "ingest") as tmp:
             tmp.mkdir()
             (tmp / "half").write_text("written")
             raise KeyboardInterrupt
     assert no_siblings(dest)
     for text in ("first", "second"):
-        with _atomic_publish(dest) as tmp:
+        with publish_atomically(dest, "ingest") as tmp:
             tmp.mkdir()
             (tmp / "f").write_text(text)
         assert (dest / "f").read_text() == text

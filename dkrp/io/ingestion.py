@@ -165,13 +165,6 @@ def _check_dest(dest: Path, overwrite: bool) -> None:
         )
 
 
-def _atomic_publish(dest: Path):
-    """:func:`dkrp._store.publish_atomically` with ingest's sibling name,
-    ``.<dest name>.ingest-<random>``; an existing store at ``dest`` was checked by
-    :func:`_check_dest`."""
-    return publish_atomically(dest, "ingest")
-
-
 # --------------------------------------------------------------------------------------------
 # ingest
 
@@ -336,7 +329,7 @@ def ingest(
         "scheduler": scheduler,
         "labels": labels,
     }
-    with _atomic_publish(dest) as tmp:
+    with publish_atomically(dest, "ingest") as tmp:  # dest checked by _check_dest
         group = zarr.open_group(str(tmp), mode="w-", zarr_format=3)
         # the completion flag is false until every chunk and attribute has been written
         write_attrs(
