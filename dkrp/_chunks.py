@@ -71,14 +71,15 @@ def write_rows(array_dir, array, row_start, block) -> None:
     """``array[row_start:row_start + len(block)] = block``, for a 2-D Zarr v3 ``array``
     stored in directory ``array_dir``.
 
-    When ``block`` is exactly one whole chunk of an array stored raw with a checksum
-    (:func:`writes_raw_chunks`), the chunk file is written by :class:`ChunkFile`: the
+    When ``block`` is exactly one chunk of an array stored raw with a checksum
+    (:func:`writes_raw_chunks`, :func:`is_one_chunk`), the chunk file is written by
+    :class:`ChunkFile`: the
     same bytes Zarr writes, without its two copies of the chunk (the checksum codec
     appends to a new array), which cost more than the disk on a fresh-memory machine
     (``benchmarks/bench_store_encodings.py``). Anything else goes through Zarr.
     """
     if not (_raw_with_checksum(array, block) and block.shape[1:] == tuple(array.shape[1:])
-            and is_whole_chunk(array, row_start, int(block.shape[0]))):
+            and is_one_chunk(array, row_start, int(block.shape[0]))):
         array[row_start:row_start + int(block.shape[0])] = block
         return
     with ChunkFile(array_dir, array, row_start) as chunk_file:
@@ -91,34 +92,43 @@ def writes_raw_chunks(array, dtype) -> bool:
     return _raw_with_checksum(array, np.empty((0, 0), dtype=dtype))
 
 
-def is_whole_chunk(array, row_start, n_rows) -> bool:
-    """Whether rows ``row_start:row_start + n_rows`` (all columns) are exactly one chunk
-    of the 2-D ``array``, whose chunks span all its columns."""
+def is_one_chunk(array, row_start, n_rows) -> bool:
+    """Whether rows ``row_start:row_start + n_rows`` (all columns) are exactly the rows of
+    one chunk of the 2-D ``array``, whose chunks span all its columns: a whole chunk, or
+    the last chunk's rows up to the array's end."""
     chunk_rows = int(array.chunks[0])
     return (array.ndim == 2 and int(array.chunks[1]) == int(array.shape[1])
-            and row_start % chunk_rows == 0 and n_rows == chunk_rows
-            and row_start + n_rows <= int(array.shape[0]))
+            and row_start % chunk_rows == 0 and n_rows > 0
+            and n_rows == min(chunk_rows, int(array.shape[0]) - row_start))
 
 
 class ChunkFile:
-    """One whole row chunk of a raw + crc32c Zarr array, written block by block.
+    """One row chunk of a raw + crc32c Zarr array, written block by block.
 
     The blocks' bytes go to a temporary file (Zarr's ``.partial`` name), followed on
     :meth:`commit` by their CRC-32C, and the file is renamed into place: a chunk file
     is complete or absent. Leaving the ``with`` block without :meth:`commit` removes the
     temporary file. Blocks whose size is a multiple of 4 KiB, at an aligned offset, are
     written with ``O_DIRECT`` where the file system takes it (:func:`_write_direct`).
+
+    The array's last chunk may hold fewer rows than a chunk: its file, as Zarr writes
+    it, still has the whole chunk's shape, the rows past the array's end holding the
+    fill value. The blocks give the rows up to the end; :meth:`commit` adds the rest.
     """
 
     def __init__(self, array_dir, array, row_start):
         import uuid
 
         chunk_rows = int(array.chunks[0])
+        first = row_start - row_start % chunk_rows
         self.path = Path(array_dir) / chunk_key(array, (row_start // chunk_rows, 0))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.with_suffix(f".{uuid.uuid4().hex}.partial")
         self.row_bytes = int(array.chunks[1]) * np.dtype(array.dtype).itemsize
-        self.expected = chunk_rows * self.row_bytes
+        self.expected = min(chunk_rows, int(array.shape[0]) - first) * self.row_bytes
+        self.padding = chunk_rows * self.row_bytes - self.expected
+        self.fill_row = np.full(int(array.chunks[1]), array.fill_value,
+                                dtype=np.dtype(array.dtype))
         self.written = 0
         self.crc = 0
         self.fd = None
@@ -147,9 +157,21 @@ class ChunkFile:
         self.written += n
 
     def commit(self) -> None:
-        """Write the checksum and rename the complete file into place."""
+        """Pad an edge chunk with the fill value, write the checksum and rename the
+        complete file into place."""
+        import google_crc32c
+
         if self.written != self.expected:
             raise ValueError(f"the chunk is {self.expected} bytes, {self.written} were written")
+        rows = self.padding // self.row_bytes
+        if rows:
+            per_piece = max(1, _FILL_PIECE // self.row_bytes)
+            fill = np.broadcast_to(self.fill_row, (min(rows, per_piece), self.fill_row.size))
+            fill = np.ascontiguousarray(fill).reshape(-1).view(np.uint8)
+            for start in range(0, rows, per_piece):
+                piece = fill[:min(per_piece, rows - start) * self.row_bytes]
+                self.crc = google_crc32c.extend(self.crc, piece)
+                _write_all(self.fd, piece)
         _write_all(self.fd, np.array([self.crc], dtype="<u4").tobytes())
         os.close(self.fd)
         self.fd = None
@@ -169,6 +191,8 @@ _DIRECT_ALIGN = 4096
 _DIRECT_PIECE = 8 << 20
 #: Blocks smaller than this are written through the page cache.
 _DIRECT_MIN_BYTES = 1 << 20
+#: Bytes of fill-value rows written per call when :meth:`ChunkFile.commit` pads an edge chunk.
+_FILL_PIECE = 1 << 20
 _bounce = threading.local()
 
 

@@ -73,10 +73,10 @@ def test_chunks_featurized_in_steps_are_the_bytes_of_the_whole_chunk(tmp_path, c
         with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
             write_features(da.from_array(X.astype(dtype), chunks=(4500, 12)), est, out,
                            progress=False, **options)
-        # the whole chunks went in steps (the last, partial one of 2,500 rows as a whole)
+        # every chunk went in steps, the last, partial one of 2,500 rows too
         assert _step_messages(caplog, out) == [
-            f"{out}: chunk {i}, 4500 rows featurized in 3 steps, each written during the next"
-            for i in (0, 1)]
+            f"{out}: chunk {i}, {n} rows featurized in {steps} steps, each written during the "
+            "next" for i, n, steps in ((0, 4500, 3), (1, 4500, 3), (2, 2500, 2))]
         Z = zarr.open_array(str(out / "Z"), mode="r")
         whole = np.vstack([est.transform(X[i:i + 4500].astype(dtype))
                            for i in range(0, 11500, 4500)])
@@ -139,6 +139,40 @@ def test_chunk_file_writes_the_bytes_zarr_writes(tmp_path, monkeypatch, rows, co
     assert mode[0] == mode[1]  # the permissions Zarr gives a chunk file (0o666 less umask)
     assert np.array_equal(ours[rows:], values)  # (zarr checks the crc32c)
     assert not list(tmp_path.rglob("*.partial"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8"])
+@pytest.mark.parametrize("blocks", [[700], [512, 188]])
+def test_the_last_chunk_file_of_rows_short_of_a_chunk_is_the_one_zarr_writes(
+        tmp_path, monkeypatch, dtype, blocks):
+    # Zarr writes the array's last chunk at the whole chunk's shape, the rows past the
+    # array's end holding the fill value: ChunkFile pads it in pieces of fill rows
+    from dkrp import _chunks
+    from dkrp._chunks import with_checksum
+
+    monkeypatch.setattr(_chunks, "_FILL_PIECE", 64 * 1000)  # several pieces, one short
+    shape, chunks = (1000 + 700, 1000), (1000, 1000)
+    values = (np.random.default_rng(7).standard_normal((700, 1000)) * 50).astype(dtype)
+    fill = 0 if dtype == "uint8" else np.nan
+    sides = {}
+    for side in ("ours", "theirs"):
+        sides[side] = zarr.create_array(str(tmp_path / side), shape=shape, chunks=chunks,
+                                        dtype=dtype, fill_value=fill,
+                                        compressors=with_checksum(),
+                                        config={"write_empty_chunks": True})
+    assert _chunks.is_one_chunk(sides["ours"], 1000, 700)
+    assert not _chunks.is_one_chunk(sides["ours"], 1000, 699)
+    with _chunks.ChunkFile(tmp_path / "ours", sides["ours"], 1000) as chunk_file:
+        start = 0
+        for n in blocks:
+            chunk_file.write(values[start:start + n])
+            start += n
+        with pytest.raises(ValueError, match="does not fit"):  # not one row past the end
+            chunk_file.write(values[:1])
+        chunk_file.commit()
+    sides["theirs"][1000:] = values
+    assert (tmp_path / "ours/c/1/0").read_bytes() == (tmp_path / "theirs/c/1/0").read_bytes()
+    assert np.array_equal(sides["ours"][1000:], values)  # (zarr checks the crc32c)
 
 
 def test_chunk_file_is_complete_or_absent(tmp_path):

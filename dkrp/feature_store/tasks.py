@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .._blockwise import _cached_projector, row_offsets, spec_json, transform_partition
-from .._chunks import ChunkFile, is_whole_chunk, write_rows, writes_raw_chunks
+from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
 from .._validation import check_finite_rows
 from ..errors import PartitionError, PartitionInputError
 from .encoding import encode_block
@@ -52,7 +52,7 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
     n_rows = int(block.shape[0])
     stored = np.dtype(dtype if store == "" else store) if store != "bits" else None
     if (stored is not None and n_rows > PIPELINE_ROWS
-            and is_whole_chunk(array, row_start, n_rows) and writes_raw_chunks(array, stored)
+            and is_one_chunk(array, row_start, n_rows) and writes_raw_chunks(array, stored)
             and _fits_projector(block, spec_text)):
         _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row_start)
     else:
