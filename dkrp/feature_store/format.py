@@ -200,7 +200,7 @@ def describe_features(path, attrs) -> dict:
 # -- fingerprints and attributes ----------------------------------------------------------
 
 
-def input_fingerprint(X, source=None) -> dict:
+def input_fingerprint(X, source=None, *, edge_rows=True) -> dict:
     """What identifies the input of a run, without reading all of it.
 
     Parameters
@@ -210,6 +210,10 @@ def input_fingerprint(X, source=None) -> dict:
         Provenance of ``X``, e.g. the attributes of the dataset store it was read
         from (``dkrp.io.open_dataset(...).attrs``) plus its path. Recorded as a
         SHA-256 of its canonical JSON, and the path where given.
+    edge_rows : bool, default True
+        Read the first and last rows now. False leaves ``edge_rows_sha256`` None
+        (:func:`fingerprint_pending`): a new store's run reads them with its first
+        tasks and records them before anything else (:func:`edge_rows_sha256`).
 
     Returns
     -------
@@ -223,17 +227,16 @@ def input_fingerprint(X, source=None) -> dict:
 
     sparse = _is_sparse_meta(X)
     n = int(X.shape[0])
-    h = hashlib.sha256()
-    if n:
-        first, last = dask.compute(X[:1], X[n - 1 :])
-        for part in (first, last):
-            part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
-            h.update(np.ascontiguousarray(part, dtype=np.float64).tobytes())
+    digest = None
+    if not n:
+        digest = edge_rows_sha256()
+    elif edge_rows:
+        digest = edge_rows_sha256(*dask.compute(X[:1], X[n - 1 :]))
     fp = {
         "shape": [int(s) for s in X.shape],
         "dtype": str(X.dtype),
         "storage": "csr" if sparse else "dense",
-        "edge_rows_sha256": h.hexdigest(),
+        "edge_rows_sha256": digest,
         "source_sha256": None,
     }
     if source is not None:
@@ -242,6 +245,23 @@ def input_fingerprint(X, source=None) -> dict:
         if isinstance(source, dict) and "path" in source:
             fp["source_path"] = str(source["path"])
     return fp
+
+
+def edge_rows_sha256(*rows) -> str:
+    """The ``edge_rows_sha256`` of an input fingerprint: SHA-256 of its first and last
+    rows (dense or sparse, one row each), as float64 bytes; of nothing for no rows."""
+    h = hashlib.sha256()
+    for part in rows:
+        part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
+        h.update(np.ascontiguousarray(part, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def fingerprint_pending(attrs) -> bool:
+    """Whether a store's attributes say its run was stopped before it recorded the
+    first and last rows of its input: nothing ties its chunks to an input."""
+    return (attrs.get("complete") is not True and "edge_rows_sha256" in (attrs.get("input") or {})
+            and attrs["input"]["edge_rows_sha256"] is None)
 
 
 def _is_sparse_meta(X) -> bool:

@@ -23,6 +23,7 @@ from .format import (
     _mismatches,
     _read_attrs,
     _written_chunks,
+    fingerprint_pending,
     input_fingerprint,
 )
 
@@ -236,8 +237,12 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         ``action`` (``"create"``, ``"resume"`` or ``"noop"`` for a finished store),
         ``path`` (the store), ``build_path`` (where chunks are written: ``path``, or its
         hidden sibling when ``replace``), ``replace`` (swap ``build_path`` in for the
-        store at ``path`` once complete), ``attrs`` (the attributes the store will
-        have), ``X`` (validated, rows aligned with the output chunks), ``dtype`` (the
+        store at ``path`` once complete), ``restart`` (``build_path`` holds a store
+        whose run was stopped before it recorded its input's fingerprint: it is
+        removed and created afresh), ``attrs`` (the attributes the store will
+        have; a new store's input fingerprint has ``edge_rows_sha256`` None, for
+        :func:`~dkrp.feature_store.write_plan` to record from its first tasks), ``X``
+        (validated, rows aligned with the output chunks), ``dtype`` (the
         compute dtype), ``store`` (``{"bits", "store_dtype"}``: what a chunk task
         stores),
         ``missing`` (chunks to write), ``task_memory`` (bytes one chunk task needs,
@@ -261,8 +266,12 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
         raise ValueError(f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
                          f"X has {X.shape[0]} rows: one label per row is needed.")
+    # a new store records the input's edge rows as its run's first tasks read them
+    # (write_plan): nothing exists here to compare them with
+    edges_later = fingerprint is None and not any(
+        p.exists() or p.is_symlink() for p in (path, overwrite_sibling(path)))
     if fingerprint is None:
-        fingerprint = input_fingerprint(X, source=source)
+        fingerprint = input_fingerprint(X, source=source, edge_rows=not edges_later)
     k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
     stored_row = row_bytes(k, out_dtype, bits=options["bits"],
                            store_dtype=options["store_dtype"])
@@ -272,6 +281,13 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         """(old attrs, X aligned, attrs, problems) of this run against ``store``."""
         old = _read_attrs(store) if store.is_dir() else None
         if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
+            old = None
+        elif fingerprint_pending(old):
+            # its run was stopped before it recorded its input: its chunks are of no
+            # known input, so the store is started afresh (a few seconds of work lost)
+            logger.info("%s: started afresh, its run was stopped before it recorded its "
+                        "input's first and last rows", store)
+            restarted.add(store)
             old = None
         rows = int(old.get("chunk_rows", 0)) if old is not None else new_rows
         # an explicit chunk_rows that is not the store's grid cannot resume it: refused
@@ -285,7 +301,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             problems.append(_chunk_rows_problem(int(old.get("chunk_rows", 0)), new_rows))
         return old, aligned, attrs, problems
 
-    build, replace = path, False
+    build, replace, restarted = path, False, set()
     old, aligned, attrs, problems = compare(path)
     started = int(old.get("chunk_rows", 0)) if old is not None else None
     if not overwrite and problems == [_chunk_rows_problem(started, new_rows)]:
@@ -304,7 +320,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         # same job left there, and discard one of another job
         build, replace = sibling, True
         old, aligned, attrs, problems = compare(sibling)
-        if sibling.exists() and old is None:
+        if sibling.exists() and old is None and sibling not in restarted:
             raise FeatureStoreError(
                 f"{sibling} (where --overwrite builds the new store) exists and is not a dkrp "
                 "feature store. Nothing was changed; remove it yourself."
@@ -328,8 +344,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         attrs["has_labels"] = True
     store = {"bits": options["bits"], "store_dtype": options["store_dtype"]}
     return {"action": action, "path": path, "build_path": build, "replace": replace,
-            "attrs": attrs, "X": aligned, "dtype": out_dtype, "store": store,
-            "missing": missing,
+            "restart": build in restarted, "attrs": attrs, "X": aligned, "dtype": out_dtype,
+            "store": store, "missing": missing,
             "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
 
 

@@ -37,13 +37,16 @@ _WRITER = None
 _WRITER_LOCK = threading.Lock()
 
 
-def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
+def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store="", edge=""):
     """Featurize one row block and write it as chunk ``chunk`` of ``Z``, then mark it done.
 
     Module-level and pure; runs on a worker. Idempotent: a second run writes the
     same bytes to the same chunk file. ``store`` is what is stored (:func:`_store_token`):
     ``""`` the features as computed, ``"bits"`` packed sign bits, or a dtype string
-    (the features cast to it, refusing values that overflow it).
+    (the features cast to it, refusing values that overflow it). ``edge`` (``"first"``,
+    ``"last"`` or ``"both"``): the block's first and/or last input row is returned too,
+    for the input fingerprint, as ``{"first": row, "last": row}`` after
+    ``(chunk, n_rows)``.
     """
     import zarr
 
@@ -62,7 +65,10 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store=""):
         write_rows(features, array, row_start, Z)
     # the marker comes after the chunk: a task killed in between leaves the chunk "missing"
     zarr.open_array(str(Path(path) / "done"), mode="r+")[chunk] = 1
-    return chunk, n_rows
+    if not edge:
+        return chunk, n_rows
+    rows = {"first": block[:1], "last": block[n_rows - 1:]}
+    return chunk, n_rows, {k: v for k, v in rows.items() if edge in (k, "both")}
 
 
 def _fits_projector(block, spec_text) -> bool:
@@ -177,7 +183,14 @@ def _store_token(store) -> str:
 
 
 def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skipped,
-               retries=0, store=None):
+               retries=0, store=None, on_edge_rows=None):
+    """Write chunks ``todo`` of the store at ``path``, on ``client`` or dask's local scheduler.
+
+    ``on_edge_rows(first, last)`` (with a cluster, when ``todo`` is every chunk) gets the
+    input's first and last rows from the tasks of the first and last chunks, which are
+    sent first: a new store's input fingerprint costs no read and no round trip of its
+    own, and is recorded within the run's first round of tasks.
+    """
     import dask
     from dask.base import tokenize
 
@@ -210,22 +223,30 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
             return
         from distributed import as_completed
 
-        tasks = [
-            dask.delayed(_write_chunk, pure=True)(
+        edge = {}
+        if on_edge_rows is not None:
+            assert len(todo) == n_chunks  # a new store: every chunk
+            edge = {0: "first", n_chunks - 1: "last"} if n_chunks > 1 else {0: "both"}
+        tasks = {
+            i: dask.delayed(_write_chunk, pure=True)(
                 blocks[i], text, dtype_str, str(path), i, offsets[i], stored,
-                dask_key_name=f"dkrp-write-{token}-{i}",
+                edge.get(i, ""), dask_key_name=f"dkrp-write-{token}-{i}",
             )
             for i in todo
-        ]
-        futures = client.compute(tasks, retries=retries)
-        pending = {f.key: (f, i) for f, i in zip(futures, todo, strict=True)}
+        }
+        # the edge chunks first, ahead of the others
+        futures = client.compute([tasks[i] for i in edge], retries=retries, priority=1)
+        futures += client.compute([tasks[i] for i in todo if i not in edge], retries=retries)
+        order = [*edge, *(i for i in todo if i not in edge)]
+        pending = {f.key: (f, i) for f, i in zip(futures, order, strict=True)}
         del futures
+        rows_of = {}
         try:
             # loop=: the client need not be the default one
             for future in as_completed([f for f, _ in pending.values()], loop=client.loop):
                 _, i = pending.pop(future.key)
                 try:
-                    future.result()
+                    result = future.result()
                 except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
                     attempts = _attempts(exc, retries, client)
                     error = _partition_failure(exc, i, rows(i), path, attempts)
@@ -235,6 +256,10 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
                 # a finished chunk's result is not needed again: released, a worker's
                 # death cannot make the scheduler recompute (rewrite) it
                 future.release()
+                if i in edge:
+                    rows_of.update(result[2])
+                    if len(rows_of) == 2:
+                        on_edge_rows(rows_of["first"], rows_of["last"])
                 report()
         finally:
             client.cancel([f for f, _ in pending.values() if not f.done()])

@@ -44,9 +44,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FeatureStoreError
-from .format import _create, _done_chunks, _write_labels, _written_chunks
+from .format import (
+    _create,
+    _done_chunks,
+    _write_labels,
+    _written_chunks,
+    edge_rows_sha256,
+    fingerprint_pending,
+)
 from .plan import plan_features
-from .tasks import _run_tasks
+from .tasks import _default_client, _run_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +180,10 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     PartitionError, FeatureStoreError, ValueError
         As :func:`write_features`.
     """
+    import dask
+    import zarr
+
+    from .._store import consolidate, write_attrs
     from .._validation import check_integer
 
     retries = check_integer("retries", retries, minimum=0)
@@ -182,13 +193,22 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     n_chunks = attrs["n_chunks"]
     if plan["action"] == "noop":
         return _summary(path, attrs, t0, written=0, skipped=n_chunks)
+    client = client if client is not None else _default_client()
+    edges_later = fingerprint_pending(attrs)
     if plan["action"] == "create":
-        if build != path and build.exists():
-            # plan_features checked it is a feature store: a replacement left by another job
-            logger.info("removing %s, an unfinished replacement of another job", build)
+        if build.exists() and (build != path or plan.get("restart")):
+            # plan_features checked it is a feature store: a replacement left by another
+            # job, or one whose run was stopped before it recorded its input
+            logger.info("removing %s, %s", build, "a store of a run stopped before it "
+                        "recorded its input" if plan.get("restart") else
+                        "an unfinished replacement of another job")
             shutil.rmtree(build)
         elif build.exists():
             build.rmdir()  # plan_features allows only an empty directory here
+        if edges_later and client is None:  # dask's local scheduler: read them now
+            attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(
+                *dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+            edges_later = False
         _create(build, attrs)
         done = np.zeros(n_chunks, dtype=bool)
     else:
@@ -201,16 +221,29 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)
     logger.info("%s: %d of %d chunks to write", build, len(todo), n_chunks)
-    _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
-               retries, store=plan.get("store"))
+
+    def record_edge_rows(first, last):
+        """The input fingerprint, complete: written before any other attribute change."""
+        attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(first, last)
+        write_attrs(zarr.open_group(str(build), mode="r+"), attrs)
+
+    try:
+        _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
+                   retries, store=plan.get("store"),
+                   on_edge_rows=record_edge_rows if edges_later else None)
+    except Exception:
+        if edges_later and fingerprint_pending(attrs):
+            # a failed run keeps its finished chunks for the next one (not so a killed one)
+            try:
+                record_edge_rows(*dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+            except Exception:  # noqa: BLE001 - the run's own error is the one to raise
+                logger.info("%s: the input's first and last rows could not be read",
+                            build, exc_info=True)
+        raise
 
     if not _done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
     _remove_partial_files(build)  # of a worker that died mid-write, its chunk since redone
-    import zarr
-
-    from .._store import consolidate, write_attrs
-
     consolidate(build)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
     group = zarr.open_group(str(build), mode="r+")
     final = dict(attrs)

@@ -1,0 +1,145 @@
+"""When a feature store records its input's fingerprint (issue 15 part 3).
+
+A new store's run on a cluster does not read the input's first and last rows before
+its first task: the tasks of the first and last chunks, sent ahead of the others,
+return them, and the fingerprint is written as soon as both are in. A store whose run
+was stopped before that is started afresh; a run that fails records it on its way out,
+so the next run resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import zarr
+
+from dkrp import PolynomialRandomProjection
+from dkrp.feature_store import (
+    FeatureStoreMismatchError,
+    input_fingerprint,
+    open_features,
+    plan_features,
+    write_features,
+)
+
+
+def _krp(seed=3):
+    return PolynomialRandomProjection(n_components=40, n_hyperplanes=80,
+                                      random_state=seed).fit_n_features(12)
+
+
+def _attrs(out):
+    return zarr.open_group(str(out), mode="r").attrs.asdict()
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def test_a_new_store_plans_without_reading_its_input(tmp_path):
+    # the plan of a new store leaves the edge rows to the run; an existing one is
+    # compared with the whole fingerprint
+    X = da.from_array(np.random.default_rng(0).standard_normal((1000, 12)), chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    plan = plan_features(X, _krp(), out)
+    assert plan["action"] == "create" and plan["attrs"]["input"]["edge_rows_sha256"] is None
+    write_features(X, _krp(), out, progress=False)  # dask's local scheduler
+    assert _attrs(out)["input"] == input_fingerprint(X)
+    assert plan_features(X, _krp(), out)["attrs"]["input"] == input_fingerprint(X)
+
+
+@pytest.mark.parametrize(("rows", "chunk_rows", "sparse"), [
+    (1000, 300, False),  # four chunks, the last one short
+    (200, 300, False),  # one chunk: first and last row from the same task
+    (1000, 250, True),
+])
+def test_a_run_on_a_cluster_records_the_fingerprint_of_its_input(tmp_path, client, rows,
+                                                                  chunk_rows, sparse):
+    values = np.random.default_rng(rows).standard_normal((rows, 12))
+    if sparse:
+        values[values < 0.5] = 0
+        X = da.from_array(sp.csr_matrix(values), chunks=(chunk_rows, 12),
+                          asarray=False, meta=sp.csr_matrix((0, 12)))
+    else:
+        X = da.from_array(values, chunks=(chunk_rows, 12))
+    source = {"path": str(tmp_path / "somewhere"), "name": "x"}
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(), out, client=client, progress=False, source=source)
+    assert _attrs(out)["input"] == input_fingerprint(X, source=source)
+    assert _attrs(out)["complete"] is True
+    # and so a run of another input with the same shape is told apart
+    other = values.copy()
+    other[-1, 0] += 1.0
+    X2 = da.from_array(sp.csr_matrix(other) if sparse else other, chunks=(chunk_rows, 12),
+                       asarray=False if sparse else None,
+                       meta=sp.csr_matrix((0, 12)) if sparse else None)
+    with pytest.raises(FeatureStoreMismatchError, match="input edge_rows_sha256"):
+        write_features(X2, _krp(), out, client=client, progress=False, source=source)
+
+
+def _stopped_before_recording(out):
+    """Make ``out`` look as a run killed before it recorded its input leaves it."""
+    from dkrp._store import write_attrs
+
+    group = zarr.open_group(str(out), mode="r+")
+    attrs = group.attrs.asdict()
+    attrs["complete"] = False
+    attrs["input"]["edge_rows_sha256"] = None
+    write_attrs(group, attrs)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_store_whose_run_stopped_before_recording_its_input_starts_afresh(
+        tmp_path, caplog, overwrite):
+    # its chunks are of no known input: resuming it with another input of the same shape
+    # would mix the two, so every chunk is written again
+    from dkrp.feature_store.plan import overwrite_sibling
+
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((1000, 12)), rng.standard_normal((1000, 12))
+    out = tmp_path / "f.zarr"
+    build = overwrite_sibling(out) if overwrite else out
+    if overwrite:
+        write_features(da.from_array(a, chunks=(250, 12)), _krp(5), out, progress=False)
+    write_features(da.from_array(a, chunks=(250, 12)), _krp(), build, progress=False)
+    _stopped_before_recording(build)
+    X = da.from_array(b, chunks=(250, 12))
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store"):
+        summary = write_features(X, _krp(), out, overwrite=overwrite, progress=False)
+    assert summary["chunks_written"] == 4 and summary["chunks_skipped"] == 0
+    assert any("started afresh" in m for m in caplog.messages)
+    assert f"removing {build}, a store of a run stopped before it recorded its input" \
+        in caplog.messages
+    fs = open_features(out)
+    assert np.array_equal(fs.Z.compute(), _krp().transform(b))
+    assert _attrs(out)["input"] == input_fingerprint(X)
+    assert not overwrite or not build.exists()
+
+
+@pytest.mark.parametrize("row", [613, 13])  # partition 6 of 10; the first partition
+def test_a_failed_run_on_a_cluster_records_its_fingerprint_so_the_next_resumes(tmp_path,
+                                                                               client, row):
+    data = np.random.default_rng(2).standard_normal((1000, 12))
+    bad = data.copy()
+    bad[row, 2] = np.nan
+    out = tmp_path / "f.zarr"
+    with pytest.raises(ValueError, match=f"global row {row}"):
+        write_features(da.from_array(bad, chunks=(100, 12)), _krp(), out, client=client,
+                       progress=False)
+    X = da.from_array(data, chunks=(100, 12))
+    assert _attrs(out)["input"] == input_fingerprint(X)  # the edge rows are the same
+    done = np.asarray(zarr.open_array(str(out / "done"), mode="r")[:])
+    summary = write_features(X, _krp(), out, client=client, progress=False)
+    assert summary["chunks_skipped"] == int(done.sum())  # resumed, not started afresh
+    assert np.array_equal(open_features(out).Z.compute(), _krp().transform(data))
