@@ -102,7 +102,8 @@ def _task_threads() -> int:
     return 1 if share is None else max(1, share // nthreads)
 
 
-def transform_partition(block, spec_text, dtype, row_offset, partition, bits=False):
+def transform_partition(block, spec_text, dtype, row_offset, partition, bits=False,
+                        checked=False):
     """Featurize one row block (module-level and pure, so it pickles by reference).
 
     Parameters
@@ -119,6 +120,9 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, bits=Fal
     bits : bool, default=False
         Return the packed sign bits of the map (``bits_block``: SignProductEmbedding)
         computed in ``dtype``, instead of its features.
+    checked : bool, default=False
+        The caller has already refused non-finite values in a block holding these rows
+        (:func:`dkrp._validation.check_finite_rows`): they are not scanned again.
 
     Returns
     -------
@@ -143,7 +147,8 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, bits=Fal
             f"expecting {est.n_features_in_} features as input.",
             partition=partition,
         )
-    check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
+    if not checked:
+        check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
     with limit_threads(_task_threads()):
         if bits:
             return np.ascontiguousarray(est.bits_block(block), dtype=np.uint8)

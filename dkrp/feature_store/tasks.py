@@ -73,7 +73,9 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store="", edge
 
 def _fits_projector(block, spec_text) -> bool:
     """Whether ``block`` has the projector's number of features (else the whole block
-    goes to :func:`transform_partition`, whose refusal names its shape)."""
+    goes to :func:`transform_partition`, whose refusal names its shape). The plan
+    refuses an input of another width; this keeps a task's refusals in their order
+    (shape, then values) should a block of another width reach it all the same."""
     est = _cached_projector(spec_text)
     return block.ndim == 2 and block.shape[1] == getattr(est, "n_features_in_", None)
 
@@ -90,7 +92,7 @@ def _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row
         try:
             for start in steps:
                 Z = transform_partition(block[start:start + PIPELINE_ROWS], spec_text, dtype,
-                                        row_start + start, chunk)
+                                        row_start + start, chunk, checked=True)
                 if store != "":
                     Z = encode_block(Z, np.dtype(store), chunk, row_start + start)
                 if pending is not None:
