@@ -173,10 +173,12 @@ def write_text(results, shape, args):
         "writes its chunk after computing it and every core is computing, so that the "
         "write's CPU work (copying into the page cache, the checksum) cannot run beside "
         "the compute, as here (2 workers × 1 thread on 2 cores). Uncompressed stores: "
-        "a chunk of more than 2,048 rows is featurized in steps of 2,048 rows, each "
-        "step's bytes written (O_DIRECT where the file system takes it) by the worker's "
-        "writer thread while the next step computes (`dkrp.feature_store.tasks`), so "
-        "only the last step's write of a chunk is not overlapped.",
+        "a chunk of more than 2,048 rows (the array's last, shorter chunk too) is "
+        "featurized in steps of 2,048 rows, each step's bytes written (O_DIRECT where the "
+        "file system takes it) by the worker's writer thread while the next step computes "
+        "(`dkrp.feature_store.tasks`), so only the last step's write of a chunk is not "
+        "overlapped. The new store's input fingerprint comes from the tasks of its first "
+        "and last chunks, sent first: nothing is read before the run.",
         "",
         "| store | MB on disk | × float32 size | write s | + sync s | rows/s | compute floor s "
         "| disk floor s | × binding floor | × serial floor |",
