@@ -143,3 +143,17 @@ def test_a_failed_run_on_a_cluster_records_its_fingerprint_so_the_next_resumes(t
     summary = write_features(X, _krp(), out, client=client, progress=False)
     assert summary["chunks_skipped"] == int(done.sum())  # resumed, not started afresh
     assert np.array_equal(open_features(out).Z.compute(), _krp().transform(data))
+
+
+def test_a_store_of_another_job_stopped_before_recording_its_input_is_not_restarted(tmp_path):
+    # only this job's own store is started afresh: another job's is refused without
+    # --overwrite, as any other store of another run
+    X = da.from_array(np.random.default_rng(3).standard_normal((1000, 12)), chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(seed=5), out, progress=False)
+    _stopped_before_recording(out)
+    with pytest.raises(FeatureStoreMismatchError, match="seed"):
+        write_features(X, _krp(), out, progress=False)
+    assert _attrs(out)["spec"]["params"]["random_state"] == 5  # untouched
+    write_features(X, _krp(), out, overwrite=True, progress=False)
+    assert np.array_equal(open_features(out).Z.compute(), _krp().transform(X.compute()))

@@ -277,18 +277,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
                            store_dtype=options["store_dtype"])
     new_rows = new_chunk_rows(X, stored_row, chunk_rows, max_chunk_bytes)
 
-    def compare(store):
-        """(old attrs, X aligned, attrs, problems) of this run against ``store``."""
-        old = _read_attrs(store) if store.is_dir() else None
-        if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
-            old = None
-        elif fingerprint_pending(old):
-            # its run was stopped before it recorded its input: its chunks are of no
-            # known input, so the store is started afresh (a few seconds of work lost)
-            logger.info("%s: started afresh, its run was stopped before it recorded its "
-                        "input's first and last rows", store)
-            restarted.add(store)
-            old = None
+    def against(old):
+        """(old attrs, X aligned, attrs, problems) of this run against ``old`` (or None)."""
         rows = int(old.get("chunk_rows", 0)) if old is not None else new_rows
         # an explicit chunk_rows that is not the store's grid cannot resume it: refused
         # below (or, with overwrite, the replacement gets the grid asked for)
@@ -300,6 +290,24 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         if regrid:
             problems.append(_chunk_rows_problem(int(old.get("chunk_rows", 0)), new_rows))
         return old, aligned, attrs, problems
+
+    def compare(store):
+        """:func:`against` the feature store at ``store``, if there is one."""
+        old = _read_attrs(store) if store.is_dir() else None
+        if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
+            return against(None)
+        if fingerprint_pending(old):
+            edges = fingerprint["edge_rows_sha256"]
+            if not against(dict(old, input=dict(old["input"], edge_rows_sha256=edges)))[3]:
+                # this job's run stopped before it recorded the input's first and last
+                # rows: its chunks are of no known input, so the store is started afresh
+                # (one round of tasks lost); another job's store is refused or replaced
+                # as any other
+                logger.info("%s: started afresh, its run was stopped before it recorded "
+                            "its input's first and last rows", store)
+                restarted.add(store)
+                return against(None)
+        return against(old)
 
     build, replace, restarted = path, False, set()
     old, aligned, attrs, problems = compare(path)
