@@ -143,3 +143,29 @@ def test_a_failed_run_on_a_cluster_records_its_fingerprint_so_the_next_resumes(t
     summary = write_features(X, _krp(), out, client=client, progress=False)
     assert summary["chunks_skipped"] == int(done.sum())  # resumed, not started afresh
     assert np.array_equal(open_features(out).Z.compute(), _krp().transform(data))
+
+
+@pytest.mark.parametrize("edge", ["", "first", "last", "both"])
+def test_a_chunk_task_returns_the_edge_rows_it_is_asked_for(tmp_path, edge):
+    # the task of chunk 1 of 3 (rows 250-499), run again in this process: idempotent, and
+    # its block's first and/or last input row after (chunk, n_rows)
+    from dkrp._blockwise import spec_json
+    from dkrp.feature_store.tasks import _write_chunk
+
+    values = np.random.default_rng(4).standard_normal((700, 12))
+    out = tmp_path / "f.zarr"
+    write_features(da.from_array(values, chunks=(250, 12)), _krp(), out, progress=False)
+    before = (out / "Z" / "c" / "1" / "0").read_bytes()
+    block = values[250:500]
+    result = _write_chunk(block, spec_json(_krp()), np.dtype(np.float64).str, str(out), 1,
+                          250, "", edge)
+    assert (out / "Z" / "c" / "1" / "0").read_bytes() == before
+    if not edge:
+        assert result == (1, 250)
+        return
+    assert result[:2] == (1, 250) and len(result) == 3
+    expected = {"first": values[250:251], "last": values[499:500]}
+    expected = {k: v for k, v in expected.items() if edge in (k, "both")}
+    assert sorted(result[2]) == sorted(expected)
+    for k, v in expected.items():
+        assert result[2][k].shape == (1, 12) and np.array_equal(result[2][k], v), k
