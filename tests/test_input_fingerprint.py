@@ -169,3 +169,22 @@ def test_a_chunk_task_returns_the_edge_rows_it_is_asked_for(tmp_path, edge):
     assert sorted(result[2]) == sorted(expected)
     for k, v in expected.items():
         assert result[2][k].shape == (1, 12) and np.array_equal(result[2][k], v), k
+
+
+def test_a_complete_store_without_its_edge_rows_is_refused_not_started_afresh(tmp_path):
+    # only an unfinished store is started afresh: a complete one (edited by hand) is the
+    # user's, compared and refused, its chunks left as they are
+    from dkrp._store import write_attrs
+
+    X = da.from_array(np.random.default_rng(6).standard_normal((1000, 12)), chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(), out, progress=False)
+    group = zarr.open_group(str(out), mode="r+")
+    attrs = group.attrs.asdict()
+    attrs["input"]["edge_rows_sha256"] = None
+    write_attrs(group, attrs)
+    before = (out / "Z" / "c" / "0" / "0").stat().st_mtime_ns
+    with pytest.raises(FeatureStoreMismatchError, match="input edge_rows_sha256"):
+        write_features(X, _krp(), out, progress=False)
+    assert (out / "Z" / "c" / "0" / "0").stat().st_mtime_ns == before
+    assert _attrs(out)["complete"] is True
