@@ -62,6 +62,7 @@ def test_a_new_store_plans_without_reading_its_input(tmp_path):
 @pytest.mark.parametrize(("rows", "chunk_rows", "sparse"), [
     (1000, 300, False),  # four chunks, the last one short
     (200, 300, False),  # one chunk: first and last row from the same task
+    (1000, 500, False),  # two chunks, both edge chunks: no other task
     (1000, 250, True),
 ])
 def test_a_run_on_a_cluster_records_the_fingerprint_of_its_input(tmp_path, client, rows,
