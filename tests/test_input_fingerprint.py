@@ -189,3 +189,28 @@ def test_a_complete_store_without_its_edge_rows_is_refused_not_started_afresh(tm
         write_features(X, _krp(), out, progress=False)
     assert (out / "Z" / "c" / "0" / "0").stat().st_mtime_ns == before
     assert _attrs(out)["complete"] is True
+
+
+def test_a_new_store_on_a_cluster_reads_nothing_of_its_input_outside_its_tasks(tmp_path,
+                                                                               client):
+    # no compute in this process (counted by the scheduler dask would use here): neither
+    # the plan nor the run reads the edge rows before the tasks, which return them
+    import dask
+    import dask.threaded
+
+    calls = []
+
+    def counting_get(dsk, keys, **kwargs):
+        calls.append(keys)
+        return dask.threaded.get(dsk, keys, **kwargs)
+
+    values = np.random.default_rng(8).standard_normal((1000, 12))
+    X = da.from_array(values, chunks=(300, 12))
+    out = tmp_path / "f.zarr"
+    with dask.config.set(scheduler=counting_get):
+        write_features(X, _krp(), out, client=client, progress=False)
+    assert calls == []
+    assert _attrs(out)["input"] == input_fingerprint(X) and _attrs(out)["complete"] is True
+    with dask.config.set(scheduler=counting_get):  # (the scheduler dask uses without one)
+        write_features(X, _krp(), tmp_path / "g.zarr", progress=False)
+    assert calls
