@@ -18,6 +18,7 @@ import scipy.sparse as sp
 import zarr
 
 from dkrp import PolynomialRandomProjection
+from dkrp.errors import PartitionError
 from dkrp.feature_store import (
     FeatureStoreMismatchError,
     input_fingerprint,
@@ -119,7 +120,8 @@ def test_a_store_whose_run_stopped_before_recording_its_input_starts_afresh(
     with caplog.at_level(logging.INFO, logger="dkrp.feature_store"):
         summary = write_features(X, _krp(), out, overwrite=overwrite, progress=False)
     assert summary["chunks_written"] == 4 and summary["chunks_skipped"] == 0
-    assert any("started afresh" in m for m in caplog.messages)
+    assert (f"{build}: started afresh, its run was stopped before it recorded its input's "
+            "first and last rows") in caplog.messages
     assert f"removing {build}, a store of a run stopped before it recorded its input" \
         in caplog.messages
     fs = open_features(out)
@@ -214,3 +216,24 @@ def test_a_new_store_on_a_cluster_reads_nothing_of_its_input_outside_its_tasks(t
     with dask.config.set(scheduler=counting_get):  # (the scheduler dask uses without one)
         write_features(X, _krp(), tmp_path / "g.zarr", progress=False)
     assert calls
+
+
+def test_a_failed_run_whose_input_cannot_be_read_raises_its_own_error(tmp_path, client,
+                                                                      caplog):
+    # every block of the input fails to read: the run's error is raised, not the second
+    # read's on the way out; the fingerprint stays pending, so the next run starts afresh
+    values = np.random.default_rng(3).standard_normal((1000, 12))
+
+    def unreadable(block):
+        raise OSError("the disk went away")
+
+    bad = da.from_array(values, chunks=(250, 12)).map_blocks(unreadable, dtype=float)
+    out = tmp_path / "f.zarr"
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store"), \
+            pytest.raises(PartitionError, match=r"Partition \d.*the disk went away"):
+        write_features(bad, _krp(), out, client=client, progress=False)
+    assert f"{out}: the input's first and last rows could not be read" in caplog.messages
+    assert _attrs(out)["input"]["edge_rows_sha256"] is None and not _attrs(out)["complete"]
+    X = da.from_array(values, chunks=(250, 12))
+    summary = write_features(X, _krp(), out, client=client, progress=False)
+    assert summary["chunks_written"] == 4 and _attrs(out)["input"] == input_fingerprint(X)
