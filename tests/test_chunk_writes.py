@@ -20,7 +20,7 @@ import zarr
 
 from dkrp import PolynomialRandomProjection
 from dkrp._names import PROJECTOR_MODULES
-from dkrp.feature_store import write_features
+from dkrp.feature_store import open_features, write_features
 
 
 def _krp(seed=3, **params):
@@ -398,3 +398,17 @@ def test_the_last_chunk_is_padded_in_pieces_from_any_of_its_rows(tmp_path, monke
     sides["theirs"][10:] = values
     assert (tmp_path / "ours/c/1/0").read_bytes() == (tmp_path / "theirs/c/1/0").read_bytes()
     assert np.array_equal(sides["ours"][10:], values)
+
+
+def test_chunks_of_at_most_pipeline_rows_go_whole(tmp_path, caplog):
+    # a chunk of PIPELINE_ROWS rows or fewer is featurized at once, not in one step
+    from dkrp.feature_store.tasks import PIPELINE_ROWS
+
+    X = np.random.default_rng(10).uniform(-1, 1, (2 * PIPELINE_ROWS + 100, 12))
+    out = tmp_path / "f.zarr"
+    with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
+        write_features(da.from_array(X, chunks=(PIPELINE_ROWS, 12)), _krp(n_components=64),
+                       out, progress=False)
+    assert _step_messages(caplog, out) == []
+    assert zarr.open_array(str(out / "Z"), mode="r").chunks[0] == PIPELINE_ROWS
+    assert np.array_equal(open_features(out).Z.compute(), _krp(n_components=64).transform(X))

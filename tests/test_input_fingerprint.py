@@ -237,3 +237,25 @@ def test_a_failed_run_whose_input_cannot_be_read_raises_its_own_error(tmp_path, 
     X = da.from_array(values, chunks=(250, 12))
     summary = write_features(X, _krp(), out, client=client, progress=False)
     assert summary["chunks_written"] == 4 and _attrs(out)["input"] == input_fingerprint(X)
+
+
+def test_input_fingerprint_fields_dense_sparse_and_empty():
+    # the edge rows hashed as float64 bytes (a float32 input too); the storage named; no
+    # rows hash nothing
+    import hashlib
+
+    values = np.random.default_rng(9).standard_normal((30, 4)).astype(np.float32)
+    values[values < 0] = 0
+    edges = hashlib.sha256(values[:1].astype(np.float64).tobytes()
+                           + values[-1:].astype(np.float64).tobytes()).hexdigest()
+    dense = input_fingerprint(da.from_array(values, chunks=(10, 4)))
+    assert dense == {"shape": [30, 4], "dtype": "float32", "storage": "dense",
+                     "edge_rows_sha256": edges, "source_sha256": None}
+    sparse = input_fingerprint(da.from_array(sp.csr_matrix(values), chunks=(10, 4),
+                                             asarray=False, meta=sp.csr_matrix((0, 4),
+                                                                               dtype=np.float32)))
+    assert sparse == {**dense, "storage": "csr"}
+    empty = input_fingerprint(da.from_array(values[:0], chunks=(10, 4)), edge_rows=False)
+    assert empty["edge_rows_sha256"] == hashlib.sha256().hexdigest() and empty["shape"] == [0, 4]
+    pending = input_fingerprint(da.from_array(values, chunks=(10, 4)), edge_rows=False)
+    assert pending == {**dense, "edge_rows_sha256": None}
