@@ -193,12 +193,16 @@ def test_a_complete_store_without_its_edge_rows_is_refused_not_started_afresh(tm
     assert _attrs(out)["complete"] is True
 
 
+@pytest.mark.parametrize("given", [True, False])  # client=, or the default client
 def test_a_new_store_on_a_cluster_reads_nothing_of_its_input_outside_its_tasks(tmp_path,
-                                                                               client):
+                                                                               client, given):
     # no compute in this process (counted by the scheduler dask would use here): neither
     # the plan nor the run reads the edge rows before the tasks, which return them
+    import contextlib
+
     import dask
     import dask.threaded
+    from distributed import Client
 
     calls = []
 
@@ -209,8 +213,9 @@ def test_a_new_store_on_a_cluster_reads_nothing_of_its_input_outside_its_tasks(t
     values = np.random.default_rng(8).standard_normal((1000, 12))
     X = da.from_array(values, chunks=(300, 12))
     out = tmp_path / "f.zarr"
-    with dask.config.set(scheduler=counting_get):
-        write_features(X, _krp(), out, client=client, progress=False)
+    default = contextlib.nullcontext() if given else Client(client.scheduler.address)
+    with default, dask.config.set(scheduler=counting_get):
+        write_features(X, _krp(), out, client=client if given else None, progress=False)
     assert calls == []
     assert _attrs(out)["input"] == input_fingerprint(X) and _attrs(out)["complete"] is True
     with dask.config.set(scheduler=counting_get):  # (the scheduler dask uses without one)
