@@ -10,6 +10,7 @@ so the next run resumes.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -264,3 +265,10 @@ def test_input_fingerprint_fields_dense_sparse_and_empty():
     assert empty["edge_rows_sha256"] == hashlib.sha256().hexdigest() and empty["shape"] == [0, 4]
     pending = input_fingerprint(da.from_array(values, chunks=(10, 4)), edge_rows=False)
     assert pending == {**dense, "edge_rows_sha256": None}
+    source = {"path": Path("/data/x.zarr"), "name": "x", "rows": 30}
+    text = '{"name": "x", "path": "/data/x.zarr", "rows": 30}'  # sorted keys, str()
+    assert input_fingerprint(da.from_array(values, chunks=(10, 4)), source=source) == {
+        **dense, "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "source_path": "/data/x.zarr"}
+    named = input_fingerprint(da.from_array(values, chunks=(10, 4)), source="/data/path.csv")
+    assert named == {**dense, "source_sha256": hashlib.sha256(b'"/data/path.csv"').hexdigest()}
