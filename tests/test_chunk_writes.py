@@ -20,7 +20,7 @@ import zarr
 
 from dkrp import PolynomialRandomProjection
 from dkrp._names import PROJECTOR_MODULES
-from dkrp.feature_store import write_features
+from dkrp.feature_store import open_features, write_features
 
 
 def _krp(seed=3, **params):
@@ -352,3 +352,63 @@ def test_dkrp_direct_io_0_turns_o_direct_off(tmp_path, monkeypatch, setting):
         chunk_file.write(values)
         chunk_file.commit()
     assert calls == ([values.nbytes] if setting == "1" else [])
+
+
+def test_is_one_chunk_at_the_end_of_the_array(tmp_path):
+    # a last chunk of one row is one chunk; no rows past the end are none
+    from dkrp._chunks import is_one_chunk, with_checksum
+
+    array = zarr.create_array(str(tmp_path / "a"), shape=(2001, 4), chunks=(1000, 4),
+                              dtype=np.float32, compressors=with_checksum())
+    assert is_one_chunk(array, 2000, 1) and is_one_chunk(array, 1000, 1000)
+    assert not is_one_chunk(array, 2000, 0) and not is_one_chunk(array, 2001, 0)
+    even = zarr.create_array(str(tmp_path / "b"), shape=(2000, 4), chunks=(1000, 4),
+                             dtype=np.float32, compressors=with_checksum())
+    assert not is_one_chunk(even, 2000, 0) and not is_one_chunk(even, 1000, 0)
+
+
+@pytest.mark.parametrize(("fill_piece", "pieces"), [
+    (1, [20, 20, 20]),  # less than one row: one row per piece
+    (45, [40, 20]),  # two rows per piece, the last piece short
+])
+def test_the_last_chunk_is_padded_in_pieces_from_any_of_its_rows(tmp_path, monkeypatch,
+                                                                  fill_piece, pieces):
+    # rows of 20 bytes, a last chunk of 7 rows of 10: 3 rows of fill value, written in
+    # pieces of at most _FILL_PIECE bytes (whole rows, at least one); the chunk is named
+    # by any of its rows
+    from dkrp import _chunks
+    from dkrp._chunks import with_checksum
+
+    writes = []
+    real = _chunks._write_all
+    monkeypatch.setattr(_chunks, "_write_all",
+                        lambda fd, data: writes.append(memoryview(data).nbytes) or real(fd, data))
+    monkeypatch.setattr(_chunks, "_FILL_PIECE", fill_piece)
+    values = np.arange(35, dtype=np.float32).reshape(7, 5)
+    sides = {side: zarr.create_array(str(tmp_path / side), shape=(17, 5), chunks=(10, 5),
+                                     dtype=np.float32, fill_value=-1.5,
+                                     compressors=with_checksum(),
+                                     config={"write_empty_chunks": True})
+             for side in ("ours", "theirs")}
+    with _chunks.ChunkFile(tmp_path / "ours", sides["ours"], 13) as chunk_file:
+        assert chunk_file.path == tmp_path / "ours" / "c" / "1" / "0"
+        chunk_file.write(values)
+        chunk_file.commit()
+    assert writes == [values.nbytes, *pieces, 4]
+    sides["theirs"][10:] = values
+    assert (tmp_path / "ours/c/1/0").read_bytes() == (tmp_path / "theirs/c/1/0").read_bytes()
+    assert np.array_equal(sides["ours"][10:], values)
+
+
+def test_chunks_of_at_most_pipeline_rows_go_whole(tmp_path, caplog):
+    # a chunk of PIPELINE_ROWS rows or fewer is featurized at once, not in one step
+    from dkrp.feature_store.tasks import PIPELINE_ROWS
+
+    X = np.random.default_rng(10).uniform(-1, 1, (2 * PIPELINE_ROWS + 100, 12))
+    out = tmp_path / "f.zarr"
+    with caplog.at_level("DEBUG", logger="dkrp.feature_store.tasks"):
+        write_features(da.from_array(X, chunks=(PIPELINE_ROWS, 12)), _krp(n_components=64),
+                       out, progress=False)
+    assert _step_messages(caplog, out) == []
+    assert zarr.open_array(str(out / "Z"), mode="r").chunks[0] == PIPELINE_ROWS
+    assert np.array_equal(open_features(out).Z.compute(), _krp(n_components=64).transform(X))

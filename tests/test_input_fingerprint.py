@@ -10,6 +10,7 @@ so the next run resumes.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -18,6 +19,7 @@ import scipy.sparse as sp
 import zarr
 
 from dkrp import PolynomialRandomProjection
+from dkrp.errors import PartitionError
 from dkrp.feature_store import (
     FeatureStoreMismatchError,
     input_fingerprint,
@@ -62,6 +64,7 @@ def test_a_new_store_plans_without_reading_its_input(tmp_path):
 @pytest.mark.parametrize(("rows", "chunk_rows", "sparse"), [
     (1000, 300, False),  # four chunks, the last one short
     (200, 300, False),  # one chunk: first and last row from the same task
+    (1000, 500, False),  # two chunks, both edge chunks: no other task
     (1000, 250, True),
 ])
 def test_a_run_on_a_cluster_records_the_fingerprint_of_its_input(tmp_path, client, rows,
@@ -118,7 +121,8 @@ def test_a_store_whose_run_stopped_before_recording_its_input_starts_afresh(
     with caplog.at_level(logging.INFO, logger="dkrp.feature_store"):
         summary = write_features(X, _krp(), out, overwrite=overwrite, progress=False)
     assert summary["chunks_written"] == 4 and summary["chunks_skipped"] == 0
-    assert any("started afresh" in m for m in caplog.messages)
+    assert (f"{build}: started afresh, its run was stopped before it recorded its input's "
+            "first and last rows") in caplog.messages
     assert f"removing {build}, a store of a run stopped before it recorded its input" \
         in caplog.messages
     fs = open_features(out)
@@ -157,3 +161,128 @@ def test_a_store_of_another_job_stopped_before_recording_its_input_is_not_restar
     assert _attrs(out)["spec"]["params"]["random_state"] == 5  # untouched
     write_features(X, _krp(), out, overwrite=True, progress=False)
     assert np.array_equal(open_features(out).Z.compute(), _krp().transform(X.compute()))
+
+
+@pytest.mark.parametrize("edge", ["", "first", "last", "both"])
+def test_a_chunk_task_returns_the_edge_rows_it_is_asked_for(tmp_path, edge):
+    # the task of chunk 1 of 3 (rows 250-499), run again in this process: idempotent, and
+    # its block's first and/or last input row after (chunk, n_rows)
+    from dkrp._blockwise import spec_json
+    from dkrp.feature_store.tasks import _write_chunk
+
+    values = np.random.default_rng(4).standard_normal((700, 12))
+    out = tmp_path / "f.zarr"
+    write_features(da.from_array(values, chunks=(250, 12)), _krp(), out, progress=False)
+    before = (out / "Z" / "c" / "1" / "0").read_bytes()
+    block = values[250:500]
+    result = _write_chunk(block, spec_json(_krp()), np.dtype(np.float64).str, str(out), 1,
+                          250, "", edge)
+    assert (out / "Z" / "c" / "1" / "0").read_bytes() == before
+    if not edge:
+        assert result == (1, 250)
+        return
+    assert result[:2] == (1, 250) and len(result) == 3
+    expected = {"first": values[250:251], "last": values[499:500]}
+    expected = {k: v for k, v in expected.items() if edge in (k, "both")}
+    assert sorted(result[2]) == sorted(expected)
+    for k, v in expected.items():
+        assert result[2][k].shape == (1, 12) and np.array_equal(result[2][k], v), k
+
+
+def test_a_complete_store_without_its_edge_rows_is_refused_not_started_afresh(tmp_path):
+    # only an unfinished store is started afresh: a complete one (edited by hand) is the
+    # user's, compared and refused, its chunks left as they are
+    from dkrp._store import write_attrs
+
+    X = da.from_array(np.random.default_rng(6).standard_normal((1000, 12)), chunks=(250, 12))
+    out = tmp_path / "f.zarr"
+    write_features(X, _krp(), out, progress=False)
+    group = zarr.open_group(str(out), mode="r+")
+    attrs = group.attrs.asdict()
+    attrs["input"]["edge_rows_sha256"] = None
+    write_attrs(group, attrs)
+    before = (out / "Z" / "c" / "0" / "0").stat().st_mtime_ns
+    with pytest.raises(FeatureStoreMismatchError, match="input edge_rows_sha256"):
+        write_features(X, _krp(), out, progress=False)
+    assert (out / "Z" / "c" / "0" / "0").stat().st_mtime_ns == before
+    assert _attrs(out)["complete"] is True
+
+
+@pytest.mark.parametrize("given", [True, False])  # client=, or the default client
+def test_a_new_store_on_a_cluster_reads_nothing_of_its_input_outside_its_tasks(tmp_path,
+                                                                               client, given):
+    # no compute in this process (counted by the scheduler dask would use here): neither
+    # the plan nor the run reads the edge rows before the tasks, which return them
+    import contextlib
+
+    import dask
+    import dask.threaded
+    from distributed import Client
+
+    calls = []
+
+    def counting_get(dsk, keys, **kwargs):
+        calls.append(keys)
+        return dask.threaded.get(dsk, keys, **kwargs)
+
+    values = np.random.default_rng(8).standard_normal((1000, 12))
+    X = da.from_array(values, chunks=(300, 12))
+    out = tmp_path / "f.zarr"
+    default = contextlib.nullcontext() if given else Client(client.scheduler.address)
+    with default, dask.config.set(scheduler=counting_get):
+        write_features(X, _krp(), out, client=client if given else None, progress=False)
+    assert calls == []
+    assert _attrs(out)["input"] == input_fingerprint(X) and _attrs(out)["complete"] is True
+    with dask.config.set(scheduler=counting_get):  # (the scheduler dask uses without one)
+        write_features(X, _krp(), tmp_path / "g.zarr", progress=False)
+    assert calls
+
+
+def test_a_failed_run_whose_input_cannot_be_read_raises_its_own_error(tmp_path, client,
+                                                                      caplog):
+    # every block of the input fails to read: the run's error is raised, not the second
+    # read's on the way out; the fingerprint stays pending, so the next run starts afresh
+    values = np.random.default_rng(3).standard_normal((1000, 12))
+
+    def unreadable(block):
+        raise OSError("the disk went away")
+
+    bad = da.from_array(values, chunks=(250, 12)).map_blocks(unreadable, dtype=float)
+    out = tmp_path / "f.zarr"
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store"), \
+            pytest.raises(PartitionError, match=r"Partition \d.*the disk went away"):
+        write_features(bad, _krp(), out, client=client, progress=False)
+    assert f"{out}: the input's first and last rows could not be read" in caplog.messages
+    assert _attrs(out)["input"]["edge_rows_sha256"] is None and not _attrs(out)["complete"]
+    X = da.from_array(values, chunks=(250, 12))
+    summary = write_features(X, _krp(), out, client=client, progress=False)
+    assert summary["chunks_written"] == 4 and _attrs(out)["input"] == input_fingerprint(X)
+
+
+def test_input_fingerprint_fields_dense_sparse_and_empty():
+    # the edge rows hashed as float64 bytes (a float32 input too); the storage named; no
+    # rows hash nothing
+    import hashlib
+
+    values = np.random.default_rng(9).standard_normal((30, 4)).astype(np.float32)
+    values[values < 0] = 0
+    edges = hashlib.sha256(values[:1].astype(np.float64).tobytes()
+                           + values[-1:].astype(np.float64).tobytes()).hexdigest()
+    dense = input_fingerprint(da.from_array(values, chunks=(10, 4)))
+    assert dense == {"shape": [30, 4], "dtype": "float32", "storage": "dense",
+                     "edge_rows_sha256": edges, "source_sha256": None}
+    sparse = input_fingerprint(da.from_array(sp.csr_matrix(values), chunks=(10, 4),
+                                             asarray=False, meta=sp.csr_matrix((0, 4),
+                                                                               dtype=np.float32)))
+    assert sparse == {**dense, "storage": "csr"}
+    empty = input_fingerprint(da.from_array(values[:0], chunks=(10, 4)), edge_rows=False)
+    assert empty["edge_rows_sha256"] == hashlib.sha256().hexdigest() and empty["shape"] == [0, 4]
+    pending = input_fingerprint(da.from_array(values, chunks=(10, 4)), edge_rows=False)
+    assert pending == {**dense, "edge_rows_sha256": None}
+    source = {"path": Path("/data/x.zarr"), "name": "x", "rows": 30}
+    text = '{"name": "x", "path": "/data/x.zarr", "rows": 30}'  # sorted keys, str()
+    assert input_fingerprint(da.from_array(values, chunks=(10, 4)), source=source) == {
+        **dense, "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "source_path": "/data/x.zarr"}
+    named = input_fingerprint(da.from_array(values, chunks=(10, 4)), source="/data/path.csv")
+    assert named == {**dense, "source_sha256": hashlib.sha256(b'"/data/path.csv"').hexdigest()}
