@@ -57,6 +57,20 @@ def no_siblings(dest: Path) -> bool:
     return not dest.exists() and not siblings
 
 
+@pytest.fixture(scope="module")
+def client():
+    """A real cluster for a test module: dkrp's own ``LocalCluster`` of 2 worker processes
+    × 1 thread on 127.0.0.1, and a client that is not made the default one (a test
+    module needing a default client defines its own ``client``)."""
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        yield c
+
+
 @pytest.fixture(scope="session")
 def mnist_test_500():
     """500 random MNIST test digits scaled to [-1, 1) as in the KRP paper (x/127.5 - 1)."""

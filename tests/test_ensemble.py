@@ -30,15 +30,6 @@ def digits():
     return X[:1200], y[:1200], X[1200:], y[1200:]
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
-            Client(cluster, set_as_default=False) as c:
-        yield c
-
-
 def _coefs(model):
     return [(p[-1].coef_, p[-1].intercept_) for p in model.estimators_]
 

@@ -38,17 +38,6 @@ def _attrs(out):
     return zarr.open_group(str(out), mode="r").attrs.asdict()
 
 
-@pytest.fixture(scope="module")
-def client():
-    from distributed import Client
-
-    from dkrp.parallel import start_local_cluster
-
-    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
-            Client(cluster, set_as_default=False) as c:
-        yield c
-
-
 def test_a_new_store_plans_without_reading_its_input(tmp_path):
     # the plan of a new store leaves the edge rows to the run; an existing one is
     # compared with the whole fingerprint

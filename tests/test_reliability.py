@@ -10,6 +10,7 @@ workers of the fault cluster preload it.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -467,3 +468,30 @@ def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tm
                                                                           48 - finished)
         assert _undecodable(out) == []
         assert _digest(out) == expected, f"run {run} (killed after {n_done} chunks) differs"
+
+
+def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster, tmp_path,
+                                                                  caplog):
+    # a worker that dies holding a finished chunk's result (before the client released
+    # it) makes the scheduler run that task again; should the rerun fail, the chunk on
+    # disk is whole and marked done: the run goes on, and only a chunk not marked done
+    # fails it (the CI run of 4d6e8d4 named such a rerun instead of the partition at fault)
+    import zarr
+
+    from dkrp.feature_store import PartitionError
+    from dkrp.feature_store.tasks import _run_tasks
+
+    X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
+    out = tmp_path / "features.zarr"
+    write_features(X, _faulty(), out, client=fault_cluster, progress=False)
+    before = _chunk_digest(out)
+    failing = _faulty(fault="oserror", trigger=_trigger(3), times=0,
+                      state_dir=str(tmp_path / "faults"))
+    n = len(X.chunks[0])
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.tasks"):
+        _run_tasks(X, failing, np.float64, out, [3, 5], fault_cluster, False, n, n - 2)
+    assert any(m.startswith("partition 3 is written and marked done") for m in caplog.messages)
+    assert _chunk_digest(out) == before
+    zarr.open_array(str(out / "done"), mode="r+")[3] = 0
+    with pytest.raises(PartitionError, match=r"^Partition 3 "):
+        _run_tasks(X, failing, np.float64, out, [3], fault_cluster, False, n, n - 1)

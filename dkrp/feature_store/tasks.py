@@ -250,24 +250,43 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
-                    attempts = _attempts(exc, retries, client)
-                    error = _partition_failure(exc, i, rows(i), path, attempts)
-                    if error is None:
-                        raise
-                    raise error from exc
+                    if not _marked_done(path, i):
+                        attempts = _attempts(exc, retries, client)
+                        error = _partition_failure(exc, i, rows(i), path, attempts)
+                        if error is None:
+                            raise
+                        raise error from exc
+                    # written and marked done, then run again (a worker died holding its
+                    # result before this loop released it): the chunk on disk is whole
+                    logger.info("partition %d is written and marked done; a later run of "
+                                "its task failed and is ignored: %r", i, exc)
+                    result = None
                 # a finished chunk's result is not needed again: released, a worker's
                 # death cannot make the scheduler recompute (rewrite) it
                 future.release()
-                if i in edge:
+                if i in edge and result is not None:
                     rows_of.update(result[2])
                     if len(rows_of) == 2:
                         on_edge_rows(rows_of["first"], rows_of["last"])
                 report()
         finally:
-            client.cancel([f for f, _ in pending.values() if not f.done()])
+            # finished ones too: a result the cluster still holds would be computed again
+            # (its chunk rewritten) after a worker's death, for as long as a traceback
+            # keeps these futures
+            client.cancel([f for f, _ in pending.values()])
     finally:
         if bar is not None:
             bar.close()
+
+
+def _marked_done(path, chunk) -> bool:
+    """Whether chunk ``chunk`` of the store at ``path`` has its done marker."""
+    import zarr
+
+    try:
+        return bool(zarr.open_array(str(Path(path) / "done"), mode="r")[chunk] == 1)
+    except Exception:  # noqa: BLE001 - a marker that cannot be read is "not done"
+        return False
 
 
 def _attempts(exc, retries, client) -> int:
