@@ -223,15 +223,13 @@ def input_fingerprint(X, source=None, *, edge_rows=True) -> dict:
         rows (so a different array of the same shape is caught even without
         provenance).
     """
-    import dask
-
     sparse = _is_sparse_meta(X)
     n = int(X.shape[0])
     digest = None
     if not n:
         digest = edge_rows_sha256()
     elif edge_rows:
-        digest = edge_rows_sha256(*dask.compute(X[:1], X[n - 1 :]))
+        digest = read_edge_rows_sha256(X)
     fp = {
         "shape": [int(s) for s in X.shape],
         "dtype": str(X.dtype),
@@ -255,6 +253,14 @@ def edge_rows_sha256(*rows) -> str:
         part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
         h.update(np.ascontiguousarray(part, dtype=np.float64).tobytes())
     return h.hexdigest()
+
+
+def read_edge_rows_sha256(X) -> str:
+    """:func:`edge_rows_sha256` of the dask array ``X`` (at least one row): its first and
+    last rows read now, on the current scheduler."""
+    import dask
+
+    return edge_rows_sha256(*dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
 
 
 def fingerprint_pending(attrs) -> bool:

@@ -51,6 +51,7 @@ from .format import (
     _written_chunks,
     edge_rows_sha256,
     fingerprint_pending,
+    read_edge_rows_sha256,
 )
 from .plan import plan_features
 from .tasks import _default_client, _run_tasks
@@ -180,7 +181,6 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     PartitionError, FeatureStoreError, ValueError
         As :func:`write_features`.
     """
-    import dask
     import zarr
 
     from .._store import consolidate, write_attrs
@@ -206,8 +206,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         elif build.exists():
             build.rmdir()  # plan_features allows only an empty directory here
         if edges_later and client is None:  # dask's local scheduler: read them now
-            attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(
-                *dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+            attrs["input"]["edge_rows_sha256"] = read_edge_rows_sha256(X)
             edges_later = False
         _create(build, attrs)
         done = np.zeros(n_chunks, dtype=bool)
@@ -222,26 +221,27 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
     skipped = n_chunks - len(todo)
     logger.info("%s: %d of %d chunks to write", build, len(todo), n_chunks)
 
-    def record_edge_rows(first, last):
+    def record_edge_rows(digest):
         """The input fingerprint, complete: written before any other attribute change."""
-        attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(first, last)
+        attrs["input"]["edge_rows_sha256"] = digest
         write_attrs(zarr.open_group(str(build), mode="r+"), attrs)
 
     try:
         _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
                    retries, store=plan.get("store"),
-                   on_edge_rows=record_edge_rows if edges_later else None)
+                   on_edge_rows=(lambda *rows: record_edge_rows(edge_rows_sha256(*rows)))
+                   if edges_later else None)
     except Exception:
         if edges_later and fingerprint_pending(attrs):
             # a failed run keeps its finished chunks for the next one (not so a killed one)
             try:
-                record_edge_rows(*dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+                record_edge_rows(read_edge_rows_sha256(X))
             except Exception:  # noqa: BLE001 - the run's own error is the one to raise
                 logger.info("%s: the input's first and last rows could not be read",
                             build, exc_info=True)
         raise
     if fingerprint_pending(attrs):  # pragma: no cover - defensive: every chunk ran
-        record_edge_rows(*dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+        record_edge_rows(read_edge_rows_sha256(X))
 
     if not _done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
