@@ -22,6 +22,7 @@ from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
 from .._validation import check_finite_rows
 from ..errors import PartitionError, PartitionInputError
 from .encoding import encode_block
+from .format import _done_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +251,7 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
-                    if not _marked_done(path, i):
+                    if not _done_chunks(Path(path), n_chunks)[i]:
                         attempts = _attempts(exc, retries, client)
                         error = _partition_failure(exc, i, rows(i), path, attempts)
                         if error is None:
@@ -277,16 +278,6 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
     finally:
         if bar is not None:
             bar.close()
-
-
-def _marked_done(path, chunk) -> bool:
-    """Whether chunk ``chunk`` of the store at ``path`` has its done marker."""
-    import zarr
-
-    try:
-        return bool(zarr.open_array(str(Path(path) / "done"), mode="r")[chunk] == 1)
-    except Exception:  # noqa: BLE001 - a marker that cannot be read is "not done"
-        return False
 
 
 def _attempts(exc, retries, client) -> int:
