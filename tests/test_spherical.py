@@ -340,10 +340,11 @@ def test_version_3_is_version_2_bit_for_bit_where_version_2_meets_the_target(d, 
 
 
 @pytest.mark.parametrize(("d", "degree", "scale", "version", "stall"), [
-    # d = 16, p = 7, a = 4: version 2 ends 2.5x above the floor (one Gaussian cannot
-    # follow its single thin shell at r = 3.77); version 3's shell starts come within
+    # d = 16, p = 7, a = 4: version 2 ends 2.5x above the floor on one machine, 1.97x on
+    # another (one Gaussian cannot follow its single thin shell at r = 3.77; where
+    # L-BFGS stops depends on the BLAS's rounding); version 3's shell starts come within
     # SHELL_STOP of the grid floor, which is within 1 % of l2_floor's (finer radii)
-    (16, 7, 4.0, 3, 2.0),
+    (16, 7, 4.0, 3, 1.5),
     # d = 16, p = 20, a = 4: version 3's best shell start ends 12x above the floor (L-BFGS
     # stalls in the shell starts' narrow valleys); Gauss-Newton from the same starts
     # comes within SHELL_STOP of the grid floor
