@@ -114,14 +114,16 @@ def test_rff_default_parameters_and_fitted_attributes():
     rff = dkrp.RandomFourierFeatures(n_components=6, random_state=0).fit_n_features(3)
     assert rff.n_components_ == 6 and rff.gamma_ == 1.0
     assert rff.uses_fwht_ is False
-    # a new fit uses the compiled cosine; "numpy" is only for specs written before it
-    assert rff.cosine_ == "dkrp" and rff.to_spec()["fitted"]["cosine_"] == "dkrp"
+    # a new fit uses the compiled cosine, version 2; "dkrp" and "numpy" are only for
+    # specs written before them
+    assert rff.cosine_ == "dkrp2" and rff.to_spec()["fitted"]["cosine_"] == "dkrp2"
     spec = rff.to_spec()
     del spec["fitted"]["cosine_"]
     assert dkrp.from_spec(spec).cosine_ == "numpy"
     spec["fitted"]["cosine_"] = "libm"
     with pytest.raises(ValueError,
-                       match=re.escape("cosine_ must be one of 'dkrp', 'numpy'; got 'libm'.")):
+                       match=re.escape(
+                           "cosine_ must be one of 'dkrp2', 'dkrp', 'numpy'; got 'libm'.")):
         dkrp.from_spec(spec)
 
 
@@ -217,7 +219,7 @@ def test_rff_transform_is_cosine_features_of_its_own_projection(kernel, feature_
     rff = dkrp.RandomFourierFeatures(kernel=kernel, gamma=0.7, n_components=64,
                                      feature_map=feature_map, random_state=1).fit(X)
     m = rff.random_weights_.shape[0]
-    for dtype, cosine, est in [(np.float32, "dkrp", rff), (np.float64, "dkrp", rff)] + [
+    for dtype, cosine, est in [(np.float32, "dkrp2", rff), (np.float64, "dkrp2", rff)] + [
         (dt, "numpy", dkrp.from_spec({**rff.to_spec(), "fitted": {"gamma_": 0.7}}))
         for dt in (np.float32, np.float64)
     ]:
@@ -233,14 +235,14 @@ def test_rff_transform_is_cosine_features_of_its_own_projection(kernel, feature_
 def _reference_features(proj, offset, scale, feature_map, dtype, cosine):
     """``scale * cos(proj + offset)`` (or the cos/sin pair) with the roundings of
     :func:`dkrp.features.fourier.cosine_features`: the sum and the product in ``dtype``;
-    the cosine in float64 rounded once (``"dkrp"``) or numpy's in ``dtype``."""
+    the cosine in float64 rounded once (``"dkrp2"``, ``"dkrp"``) or numpy's in ``dtype``."""
     if feature_map == "cos":
         x = [proj + offset]
         funcs = [np.cos]
     else:
         x = [proj, proj]
         funcs = [np.cos, np.sin]
-    if cosine == "dkrp":
+    if cosine != "numpy":
         parts = [f(v.astype(np.float64)).astype(dtype) for f, v in zip(funcs, x, strict=True)]
     else:
         parts = [f(v) for f, v in zip(funcs, x, strict=True)]
@@ -249,7 +251,7 @@ def _reference_features(proj, offset, scale, feature_map, dtype, cosine):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("feature_map", ["cos", "cos_sin"])
-@pytest.mark.parametrize("cosine", ["dkrp", "numpy"])
+@pytest.mark.parametrize("cosine", ["dkrp2", "dkrp", "numpy"])
 def test_cosine_features_follow_their_formula_over_row_blocks(cosine, feature_map, dtype):
     from dkrp.features.fourier import ROW_BLOCK, cosine_features
 
@@ -279,15 +281,19 @@ def test_cosine_features_follow_their_formula_over_row_blocks(cosine, feature_ma
     else:
         # the compiled cosine is within 1 ulp of the exact value, not correctly rounded
         np.testing.assert_allclose(Z, ref, rtol=0, atol=2 * np.finfo(dtype).eps * scale)
-        # and it is the compiled cosine (and sine) of dkrp.features._trig, bit for bit,
-        # which differs from numpy's in the last bit of hundreds of these features
+        # and it is the compiled cosine (and sine) of dkrp.features._trig, of the
+        # spec's kernel version, bit for bit; that differs from numpy's in the last bit
+        # of hundreds of these features
         from dkrp.features import _trig
 
+        version = {"dkrp2": 2, "dkrp": 1}[cosine]
         x = proj + offset if feature_map == "cos" else proj
-        parts = [_trig.cos(x)] + ([_trig.sin(x)] if feature_map == "cos_sin" else [])
+        parts = [_trig.cos(x, version)]
+        parts += [_trig.sin(x, version)] if feature_map == "cos_sin" else []
         assert Z.tobytes() == (np.hstack(parts) * dtype(scale)).tobytes()
         default = cosine_features(n, dtype, project, offset, k, feature_map, scale)
-        assert default.tobytes() == Z.tobytes()  # "dkrp" is the default
+        # "dkrp2" is the default
+        assert (default.tobytes() == Z.tobytes()) == (cosine == "dkrp2" or dtype == np.float64)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -362,6 +368,7 @@ def test_cosine_features_refuse_an_unknown_cosine():
     from dkrp.features.fourier import cosine_features
 
     with pytest.raises(ValueError,
-                       match=re.escape("cosine must be one of 'dkrp', 'numpy'; got 'libm'.")):
+                       match=re.escape(
+                           "cosine must be one of 'dkrp2', 'dkrp', 'numpy'; got 'libm'.")):
         cosine_features(2, np.float64, lambda a, b, out=None: np.zeros((b - a, 2)), np.zeros(2), 2,
                         "cos", 1.0, cosine="libm")

@@ -32,9 +32,17 @@ measured in ``tests/test_trig.py``.
 **Determinism.** Only ``+ - *`` in round-to-nearest, no fused multiply-add (numba
 compiles without ``fastmath``, so LLVM does not contract), no library call: the
 same bits on every x86-64 or ARM machine, whatever its libm and vector width.
-float32 input is evaluated in float64 and rounded once, with a two-part reduction
-and no tail terms (a float32 argument has 24 bits: ``(x - k P1) - k (pi/2 - P1)`` is
-accurate far below float32's ulp), which halves the work.
+
+**float32, two versions.** Version 1 (``cosine_ = "dkrp"``) evaluates a float32
+argument in float64 and rounds once, with a two-part reduction and no tail terms (a
+float32 argument has 24 bits: ``(x - k P1) - k (pi/2 - P1)`` is accurate far below
+float32's ulp). Version 2 (``"dkrp2"``, every new fit) keeps that float64 reduction
+but evaluates the polynomials in float32 arithmetic, with fdlibm's float kernels
+``__kernel_sindf`` / ``__kernel_cosdf`` (four terms each, error below
+:math:`2^{-34}`): eight float32 lanes per AVX2 vector instead of four float64 ones.
+Both are within 1 ulp of the exact value, but their bits differ in the last place,
+so a spec keeps the version it was fitted with. The out-of-range test of version 2
+is an OR of flags (no 64-bit counter), which lets LLVM pick the float32 vector width.
 
 The loops are serial and release the GIL; :mod:`dkrp._threading` runs them on row
 blocks in parallel, right after each block's GEMM (as :mod:`._gather`).
@@ -47,6 +55,7 @@ import numpy as np
 
 __all__ = [
     "REDUCTION_LIMIT",
+    "VERSIONS",
     "cos",
     "sin",
     "cos_features_block",
@@ -56,6 +65,8 @@ __all__ = [
 
 #: Largest ``|x|`` the compiled reduction handles exactly; beyond it, numpy's.
 REDUCTION_LIMIT = 2.0**20
+#: Kernel versions: 1 evaluates float32 in float64, 2 in float32 (float64 is the same).
+VERSIONS = (1, 2)
 
 _TOINT = 1.5 * 2.0**52
 _INVPIO2 = 6.36619772367581382433e-01
@@ -78,6 +89,18 @@ _C3 = 2.48015872894767294178e-05
 _C4 = -2.75573143513906633035e-07
 _C5 = 2.08757232129817482790e-09
 _C6 = -1.13596475577881948265e-11
+
+# fdlibm's __kernel_sindf / __kernel_cosdf (musl k_sinf.c, k_cosf.c), rounded to float32
+_FS1 = np.float32(-0.166666666416265235595)
+_FS2 = np.float32(0.0083333293858894631756)
+_FS3 = np.float32(-0.000198393348360966317347)
+_FS4 = np.float32(0.0000027183114939898219064)
+_FC0 = np.float32(-0.499999997251031003120)
+_FC1 = np.float32(0.0416666233237390631894)
+_FC2 = np.float32(-0.00138867637746099294692)
+_FC3 = np.float32(0.0000243904487962774090654)
+_F32_LIMIT = np.float32(REDUCTION_LIMIT)
+_ONE32 = np.float32(1.0)
 
 _JIT = dict(cache=True, nogil=True, boundscheck=False, inline="always")
 
@@ -188,6 +211,99 @@ def _cos_f32(x):
     return cs * sign
 
 
+@numba.njit(**_JIT)
+def _reduce_f32(x):
+    """``(r, q)``, ``r`` reduced in float64 and rounded to float32, ``q = k mod 4``."""
+    xd = np.float64(x)
+    fn = (xd * _INVPIO2 + _TOINT) - _TOINT
+    r = np.float32((xd - fn * _PIO2_1) - fn * _PIO2_1T)
+    return r, np.int32(fn) & np.int32(3)
+
+
+@numba.njit(**_JIT)
+def _sin_cos_poly32(r):
+    """``(sin r, cos r)`` in float32 arithmetic for ``|r| <= pi/4``."""
+    z = r * r
+    s = r + r * z * (_FS1 + z * (_FS2 + z * (_FS3 + z * _FS4)))
+    c = _ONE32 + z * (_FC0 + z * (_FC1 + z * (_FC2 + z * _FC3)))
+    return s, c
+
+
+@numba.njit(**_JIT)
+def _cos_v2(x):
+    """cos of a float32 ``x`` by version 2 (valid for ``|x| <= REDUCTION_LIMIT``)."""
+    r, q = _reduce_f32(x)
+    s, c = _sin_cos_poly32(r)
+    cs = s if (q & 1) == 1 else c
+    return -cs if (q == 1) | (q == 2) else cs
+
+
+@numba.njit(**_JIT)
+def _cos_sin_v2(x):
+    """``(cos x, sin x)`` of a float32 ``x`` by version 2."""
+    r, q = _reduce_f32(x)
+    s, c = _sin_cos_poly32(r)
+    odd = (q & 1) == 1
+    cs = s if odd else c
+    sn = c if odd else s
+    return (-cs if (q == 1) | (q == 2) else cs), (-sn if q >= 2 else sn)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_rows_v2(proj, offset, scale, out, out_row0):
+    """:func:`_cos_rows32` by version 2; returns whether some argument was out of range."""
+    n, m = proj.shape
+    bad = False
+    for i in range(n):
+        dest = out[out_row0 + i]
+        src = proj[i]
+        for j in range(m):
+            x = src[j] + offset[j]
+            bad |= not (abs(x) <= _F32_LIMIT)
+            dest[j] = _cos_v2(x) * scale
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_inplace_v2(block, offset, scale):
+    """:func:`_cos_inplace32` by version 2."""
+    n, m = block.shape
+    bad = False
+    for i in range(n):
+        row = block[i]
+        for j in range(m):
+            x = row[j] + offset[j]
+            bad |= not (abs(x) <= _F32_LIMIT)
+            row[j] = _cos_v2(x) * scale
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_sin_rows_v2(proj, scale, out, out_row0):
+    """:func:`_cos_sin_rows32` by version 2."""
+    n, m = proj.shape
+    bad = False
+    for i in range(n):
+        cos_out = out[out_row0 + i, :m]
+        sin_out = out[out_row0 + i, m:]
+        src = proj[i]
+        for j in range(m):
+            x = src[j]
+            bad |= not (abs(x) <= _F32_LIMIT)
+            c, s = _cos_sin_v2(x)
+            cos_out[j] = c * scale
+            sin_out[j] = s * scale
+    return bad
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _cos_sin_1d_v2(x, cos_out, sin_out):
+    for i in range(x.shape[0]):
+        c, s = _cos_sin_v2(x[i])
+        cos_out[i] = c
+        sin_out[i] = s
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _cos_rows32(proj, offset, scale, out, out_row0):
     n, m = proj.shape
@@ -209,16 +325,17 @@ def _cos_sin_rows32(proj, scale, out, out_row0):
     n, m = proj.shape
     bad = 0
     for i in range(n):
-        dest = out[out_row0 + i]
+        cos_out = out[out_row0 + i, :m]
+        sin_out = out[out_row0 + i, m:]
         src = proj[i]
         for j in range(m):
             x = np.float64(src[j])
             bad += 0 if abs(x) <= REDUCTION_LIMIT else 1
             c, s = _cos_sin_f32(x)
-            dest[j] = c
-            dest[j] *= scale
-            dest[m + j] = s
-            dest[m + j] *= scale
+            cos_out[j] = c
+            cos_out[j] *= scale
+            sin_out[j] = s
+            sin_out[j] *= scale
     return bad
 
 
@@ -241,20 +358,26 @@ def _cos_rows(proj, offset, scale, out, out_row0):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _cos_sin_rows(proj, scale, out, out_row0):
-    """``out[r, :m] = scale * cos(proj[i])``, ``out[r, m:2m] = scale * sin(proj[i])``."""
+    """``out[r, :m] = scale * cos(proj[i])``, ``out[r, m:2m] = scale * sin(proj[i])``.
+
+    The two halves of a row are written through two slices: LLVM vectorises that
+    loop, but not one that stores at ``j`` and ``m + j`` of the same row (about 10x
+    slower).
+    """
     n, m = proj.shape
     bad = 0
     for i in range(n):
-        dest = out[out_row0 + i]
+        cos_out = out[out_row0 + i, :m]
+        sin_out = out[out_row0 + i, m:]
         src = proj[i]
         for j in range(m):
             x = np.float64(src[j])
             bad += 0 if abs(x) <= REDUCTION_LIMIT else 1
             c, s = _cos_sin(x)
-            dest[j] = c
-            dest[j] *= scale
-            dest[m + j] = s
-            dest[m + j] *= scale
+            cos_out[j] = c
+            cos_out[j] *= scale
+            sin_out[j] = s
+            sin_out[j] *= scale
     return bad
 
 
@@ -309,13 +432,26 @@ def _cos_sin_1d32(x, cos_out, sin_out):
         sin_out[i] = s
 
 
-def _elementwise(x):
+def _check_version(version):
+    if version not in VERSIONS:
+        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}.")
+
+
+def _float32_v2(dtype, version):
+    _check_version(version)
+    return dtype == np.float32 and version == 2
+
+
+def _elementwise(x, version):
     x = np.asarray(x)
     dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     flat = np.ascontiguousarray(x, dtype=dtype).ravel()
     c = np.empty_like(flat)
     s = np.empty_like(flat)
-    (_cos_sin_1d32 if dtype == np.float32 else _cos_sin_1d)(flat, c, s)
+    if _float32_v2(dtype, version):
+        _cos_sin_1d_v2(flat, c, s)
+    else:
+        (_cos_sin_1d32 if dtype == np.float32 else _cos_sin_1d)(flat, c, s)
     bad = ~(np.abs(flat) <= REDUCTION_LIMIT)
     if bad.any():
         c[bad] = np.cos(flat[bad])
@@ -323,8 +459,10 @@ def _elementwise(x):
     return c.reshape(x.shape), s.reshape(x.shape)
 
 
-def cos(x):
+def cos(x, version=2):
     """Elementwise cosine by the compiled kernel (numpy's beyond :data:`REDUCTION_LIMIT`).
+
+    ``version`` (see :data:`VERSIONS`) matters for float32 only.
 
     Examples
     --------
@@ -333,20 +471,22 @@ def cos(x):
     >>> bool(np.allclose(cos(x), np.cos(x), rtol=0, atol=1e-15))
     True
     """
-    return _elementwise(x)[0]
+    return _elementwise(x, version)[0]
 
 
-def sin(x):
+def sin(x, version=2):
     """Elementwise sine by the compiled kernel (numpy's beyond :data:`REDUCTION_LIMIT`)."""
-    return _elementwise(x)[1]
+    return _elementwise(x, version)[1]
 
 
-def cos_features_block(proj, offset, scale, out, out_row0=0):
+def cos_features_block(proj, offset, scale, out, out_row0=0, version=2):
     """Fill ``out[out_row0:out_row0+n]`` with ``scale * cos(proj + offset)``.
 
     ``proj + offset`` and the product with ``scale`` are rounded in the dtype of
-    ``out`` (that of ``proj``), the cosine is evaluated in float64 and rounded once.
-    Arguments beyond :data:`REDUCTION_LIMIT` (or NaN) are recomputed with ``np.cos``.
+    ``out`` (that of ``proj``); the cosine is evaluated in float64 and rounded once
+    (float32 by version 1), or in float32 arithmetic after a float64 reduction (float32
+    by version 2). Arguments beyond :data:`REDUCTION_LIMIT` (or NaN) are recomputed
+    with ``np.cos``.
 
     Parameters
     ----------
@@ -355,10 +495,15 @@ def cos_features_block(proj, offset, scale, out, out_row0=0):
     scale : scalar of the dtype of ``proj``
     out : ndarray of shape (N, m), C-contiguous, dtype of ``proj``
     out_row0 : int
+    version : {1, 2}, default=2
+        The kernel version (:data:`VERSIONS`); float64 is the same in both.
     """
     scale = out.dtype.type(scale)
-    kernel = _cos_rows32 if out.dtype == np.float32 else _cos_rows
-    bad = kernel(proj, offset, scale, out, np.int64(out_row0))
+    if _float32_v2(out.dtype, version):
+        bad = _cos_rows_v2(proj, offset, scale, out, np.int64(out_row0))
+    else:
+        kernel = _cos_rows32 if out.dtype == np.float32 else _cos_rows
+        bad = kernel(proj, offset, scale, out, np.int64(out_row0))
     if bad:
         v = proj + offset
         mask = ~(np.abs(v) <= REDUCTION_LIMIT)
@@ -367,7 +512,7 @@ def cos_features_block(proj, offset, scale, out, out_row0=0):
     return out
 
 
-def cos_features_inplace(block, offset, scale):
+def cos_features_inplace(block, offset, scale, version=2):
     """Replace ``block`` by ``scale * cos(block + offset)``, unless an argument is out of range.
 
     The rounding is that of :func:`cos_features_block` (the same kernel, reading and
@@ -378,6 +523,7 @@ def cos_features_inplace(block, offset, scale):
     block : ndarray of shape (n, m), C-contiguous, float32 or float64
     offset : ndarray of shape (m,), dtype of ``block``
     scale : scalar
+    version : {1, 2}, default=2
 
     Returns
     -------
@@ -387,19 +533,24 @@ def cos_features_inplace(block, offset, scale):
         :func:`cos_features_block` from the projections.
     """
     scale = block.dtype.type(scale)
+    if _float32_v2(block.dtype, version):
+        return not _cos_inplace_v2(block, offset, scale)
     kernel = _cos_inplace32 if block.dtype == np.float32 else _cos_inplace
     return kernel(block, offset, scale) == 0
 
 
-def cos_sin_features_block(proj, scale, out, out_row0=0):
+def cos_sin_features_block(proj, scale, out, out_row0=0, version=2):
     """Fill ``out[out_row0:out_row0+n]`` with ``scale * [cos(proj), sin(proj)]``.
 
-    ``out`` has ``2 m`` columns for ``proj`` of ``m``; rounding as
+    ``out`` has ``2 m`` columns for ``proj`` of ``m``; rounding and ``version`` as
     :func:`cos_features_block`.
     """
     scale = out.dtype.type(scale)
-    kernel = _cos_sin_rows32 if out.dtype == np.float32 else _cos_sin_rows
-    bad = kernel(proj, scale, out, np.int64(out_row0))
+    if _float32_v2(out.dtype, version):
+        bad = _cos_sin_rows_v2(proj, scale, out, np.int64(out_row0))
+    else:
+        kernel = _cos_sin_rows32 if out.dtype == np.float32 else _cos_sin_rows
+        bad = kernel(proj, scale, out, np.int64(out_row0))
     if bad:
         m = proj.shape[1]
         mask = ~(np.abs(proj) <= REDUCTION_LIMIT)

@@ -36,10 +36,14 @@ __all__ = ["RandomFourierFeatures"]
 
 FEATURE_MAPS = ("cos", "cos_sin")
 ROW_BLOCK = 1024
-#: Cosine implementations: ``"dkrp"`` (compiled, :mod:`dkrp.features._trig`) for every
-#: new fit; ``"numpy"`` for specs written before it existed (dkrp <= 0.1.x), whose
-#: features must stay byte-identical. Recorded in the spec as ``fitted.cosine_``.
-COSINES = ("dkrp", "numpy")
+#: Cosine implementations, recorded in the spec as ``fitted.cosine_`` so that a spec's
+#: features stay byte-identical: ``"dkrp2"`` (compiled, :mod:`dkrp.features._trig`,
+#: kernel version 2: float32 in float32 arithmetic) for every new fit; ``"dkrp"``
+#: (version 1: float32 evaluated in float64, the same float64 bits) for specs written
+#: before version 2; ``"numpy"`` for specs written before the compiled cosine (dkrp <=
+#: 0.1.x).
+COSINES = ("dkrp2", "dkrp", "numpy")
+_TRIG_VERSION = {"dkrp2": 2, "dkrp": 1}
 
 
 def draw_phases(seed, feature_map, m):
@@ -92,9 +96,10 @@ class RandomFourierFeatures(BaseProjector):
     random_offset_ : ndarray of shape (n_frequencies,)
         Phases :math:`b_i` (zeros for ``"cos_sin"``).
     gamma_ : float
-    cosine_ : {"dkrp", "numpy"}
-        The cosine implementation (see :data:`COSINES`): ``"dkrp"`` for a new fit,
-        ``"numpy"`` when rebuilt from a spec written before the compiled cosine.
+    cosine_ : {"dkrp2", "dkrp", "numpy"}
+        The cosine implementation (see :data:`COSINES`): ``"dkrp2"`` for a new fit,
+        the spec's own when rebuilt from a spec written before it (``"numpy"`` for one
+        written before the compiled cosine).
     seed_ : int
     n_features_in_ : int
     spec_checksum_ : str
@@ -274,7 +279,7 @@ def set_cosine(est):
 
 
 def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, scale,
-                    cosine="dkrp"):
+                    cosine="dkrp2"):
     """``scale * cos(project(X) + offset)`` (or the cos/sin pair), by row blocks.
 
     Shared by the maps whose features are random Fourier features of some density
@@ -294,10 +299,11 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
     feature_map : {"cos", "cos_sin"}
     scale : float
         Multiplies every feature (``sqrt(2 / D)`` for a probability density).
-    cosine : {"dkrp", "numpy"}, default="dkrp"
-        ``"dkrp"``: the compiled, branch-free cosine and sine of
-        :mod:`dkrp.features._trig`, fused with the offset and the scale (the same
-        bits on every machine, within 1 ulp of the exact value). ``"numpy"``:
+    cosine : {"dkrp2", "dkrp", "numpy"}, default="dkrp2"
+        ``"dkrp2"`` / ``"dkrp"``: the compiled, branch-free cosine and sine of
+        :mod:`dkrp.features._trig` (kernel version 2 / 1, which differ for float32
+        only), fused with the offset and the scale (the same bits on every machine,
+        within 1 ulp of the exact value). ``"numpy"``:
         ``np.cos`` / ``np.sin`` (the C library's; what specs written before the
         compiled cosine produce, see :data:`COSINES`).
     """
@@ -307,7 +313,8 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
     out = np.empty((n_rows, n_components), dtype=dtype)
     cos_only = feature_map == "cos"
 
-    if cosine == "dkrp":
+    if cosine in _TRIG_VERSION:
+        version = _TRIG_VERSION[cosine]
 
         def work(start, stop):
             if cos_only:
@@ -316,17 +323,18 @@ def cosine_features(n_rows, dtype, project, offset, n_components, feature_map, s
                 block = out[start:stop]
                 proj = project(start, stop, block)
                 if proj is block:
-                    if not cos_features_inplace(block, offset, scale):
+                    if not cos_features_inplace(block, offset, scale, version):
                         # an argument beyond the compiled reduction's range: the block
                         # was overwritten, so project it again and take the fallback
                         cos_features_block(_contiguous(project(start, stop), dtype), offset,
-                                           scale, out, start)
+                                           scale, out, start, version)
                     return
-                cos_features_block(_contiguous(proj, dtype), offset, scale, out, start)
+                cos_features_block(_contiguous(proj, dtype), offset, scale, out, start,
+                                   version)
             else:
                 buf = scratch("rff.projections", (stop - start, m), dtype)
                 proj = _contiguous(project(start, stop, buf), dtype)
-                cos_sin_features_block(proj, scale, out, start)
+                cos_sin_features_block(proj, scale, out, start, version)
 
         run_row_blocks(n_rows, ROW_BLOCK, work)
         return out
