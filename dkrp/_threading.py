@@ -28,7 +28,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["configured_threads", "num_threads", "limit_threads", "run_row_blocks", "scratch"]
+__all__ = ["configured_threads", "num_threads", "limit_threads", "map_row_blocks",
+           "run_row_blocks", "scratch", "ROW_BLOCK"]
+
+#: Rows per block of :func:`map_row_blocks`. It divides the feature store's chunks and
+#: pipelined steps (multiples of 2048 rows), so every row goes through the same BLAS
+#: calls whichever way the caller split the rows: a BLAS may round a GEMM's row by how
+#: many rows the call has (OpenBLAS's Haswell sgemm and dgemm do).
+ROW_BLOCK = 2048
 
 _local = threading.local()
 _pools: dict[int, ThreadPoolExecutor] = {}
@@ -36,12 +43,52 @@ _pools_lock = threading.Lock()
 _controller: ThreadpoolController | None = None
 
 
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_restore: list = []
+
+
+def _set_blas_threads(lib, n: int) -> None:
+    """Set a BLAS library's thread count, process-wide, from whichever thread calls.
+
+    threadpoolctl 3.8 lets only one "controlling" thread (the first that set a limit)
+    change a pthreads OpenBLAS's count and silently ignores the others: a Dask thread
+    or a user's thread would then run its blocks with every core, and OpenBLAS's
+    Haswell sgemm gives a row other bits when a call's rows are split among threads.
+    ``_real_set_num_threads`` is the library's own setter (absent before 3.8).
+    """
+    setter = getattr(lib, "_real_set_num_threads", None) or lib.set_num_threads
+    setter(n)
+
+
+@contextlib.contextmanager
 def _blas_one_thread():
-    """Context manager limiting BLAS to one thread (controller built once: it is slow)."""
-    global _controller
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
+    """Limit BLAS to one thread while any thread of the process is inside this context.
+
+    BLAS's thread count is global to the process, so the limit is counted: the first
+    thread in sets it, the last one out restores it (a limiter entered and left by two
+    threads at once would restore the count while the other still computes). The
+    controller is built once: it is slow.
+    """
+    global _controller, _blas_users
+    with _blas_lock:
+        if _blas_users == 0:
+            if _controller is None:
+                _controller = ThreadpoolController()
+            for lib in _controller.lib_controllers:
+                if lib.user_api == "blas":
+                    _blas_restore.append((lib, lib.num_threads))
+                    _set_blas_threads(lib, 1)
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                while _blas_restore:
+                    lib, n = _blas_restore.pop()
+                    _set_blas_threads(lib, n)
 
 
 def configured_threads() -> int | None:
@@ -98,6 +145,35 @@ def run_row_blocks(n_rows: int, block_rows: int, work) -> None:
         futures = [_pool(n).submit(work, start, stop) for start, stop in blocks]
         for f in futures:
             f.result()
+
+
+def map_row_blocks(X, n_columns: int, dtype, fn, block_rows: int = ROW_BLOCK) -> np.ndarray:
+    """``fn`` of consecutive row blocks of ``X``, stacked: ``fn(X[a:b])`` is rows ``a:b``.
+
+    The blocks run as :func:`run_row_blocks` runs them (one BLAS thread each), so a
+    row's bits depend neither on the thread count nor on the rows passed with it.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+    n_columns : int
+    dtype : numpy dtype
+        Of the output (``fn``'s result is cast to it).
+    fn : callable
+        ``fn(rows)`` returns an array of shape ``(rows.shape[0], n_columns)``.
+    block_rows : int, default=ROW_BLOCK
+
+    Returns
+    -------
+    ndarray of shape (n, n_columns)
+    """
+    out = np.empty((X.shape[0], n_columns), dtype=dtype)
+
+    def work(start, stop):
+        out[start:stop] = fn(X[start:stop])
+
+    run_row_blocks(X.shape[0], block_rows, work)
+    return out
 
 
 def scratch(name: str, shape, dtype) -> np.ndarray:

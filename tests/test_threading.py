@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from dkrp._threading import scratch
 
@@ -31,3 +32,72 @@ def test_scratch_is_reused_by_its_thread_and_name_only():
     t.join()
     assert not np.shares_memory(seen[0], grown)
 
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def test_one_blas_thread_holds_in_any_thread_while_any_thread_needs_it():
+    # BLAS's thread count is process-wide: threadpoolctl (3.8) lets only the first thread
+    # that limited it change it later, so the limit must not go through its limiter; and
+    # the first of two overlapping threads to leave must not restore it under the other
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    from dkrp._threading import _blas_one_thread
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: BLAS runs one thread anyway")
+    with threadpool_limits(limits=2, user_api="blas"):  # this thread controls BLAS now
+        assert _blas_threads() == {2}
+        inside, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+        seen = {}
+
+        def first():
+            with _blas_one_thread():
+                seen["first"] = _blas_threads()
+                inside.set()
+                second_in.wait(10)
+            first_out.set()
+
+        def second():
+            inside.wait(10)
+            with _blas_one_thread():
+                second_in.set()
+                first_out.wait(10)
+                seen["second, after the first left"] = _blas_threads()
+
+        threads = [threading.Thread(target=f) for f in (first, second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert seen == {"first": {1}, "second, after the first left": {1}}
+        assert _blas_threads() == {2}  # restored by the last one out
+
+
+def test_a_transform_in_another_thread_gives_the_bits_of_the_main_thread():
+    # a Dask thread (local scheduler) or a user's thread: the same one-thread BLAS blocks
+    import dkrp
+
+    X = np.random.default_rng(5).uniform(-1, 1, (4500, 12)).astype(np.float32)
+    maps = [dkrp.RandomFourierFeatures(n_components=64, random_state=0),
+            dkrp.PCAProjector(n_components=8), dkrp.Nystroem(n_components=32, random_state=0)]
+    for est in maps:
+        est.fit(X)
+        ref = est.transform(X)
+        got = {}
+
+        def run(i, est=est, got=got):
+            got[i] = est.transform(X)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert all(z.tobytes() == ref.tobytes() for z in got.values()), type(est).__name__

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .._random import draw_rows
+from .._threading import map_row_blocks
 from .._validation import check_integer
 from ..base import BaseProjector
 from ..features._samplers import index_sampler
@@ -216,8 +217,11 @@ class KulisGraumanRP(BaseProjector):
         self.n_components_ = int(self.weights_.shape[1])
 
     def _transform_array(self, X):
-        K = kernel_matrix(X, self.landmarks_, kernel=self.kernel, **self.kernel_params_)
-        # Centre the test rows like K_S: k(x) - mean_j k(x, l_j) - colmean + mean.
-        K -= K.mean(axis=1, keepdims=True)
-        K -= self.kernel_col_mean_ - self.kernel_mean_
-        return (K @ self.weights_).astype(X.dtype, copy=False)
+        def features(rows):
+            K = kernel_matrix(rows, self.landmarks_, kernel=self.kernel, **self.kernel_params_)
+            # Centre the test rows like K_S: k(x) - mean_j k(x, l_j) - colmean + mean.
+            K -= K.mean(axis=1, keepdims=True)
+            K -= self.kernel_col_mean_ - self.kernel_mean_
+            return K @ self.weights_
+
+        return map_row_blocks(X, self.weights_.shape[1], X.dtype, features)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._threading import map_row_blocks
 from .._validation import check_integer
 from ..base import BaseProjector
 from ..kernels import kernel_matrix
@@ -168,5 +169,8 @@ class Nystroem(BaseProjector):
 
     def _transform_array(self, X):
         # kernel_matrix works in float64 row blocks (sparse-aware); cast at the end.
-        K = kernel_matrix(X, self.landmarks_, kernel=self.kernel, **self.kernel_params_)
-        return (K @ self.normalization_).astype(X.dtype, copy=False)
+        def features(rows):
+            K = kernel_matrix(rows, self.landmarks_, kernel=self.kernel, **self.kernel_params_)
+            return K @ self.normalization_
+
+        return map_row_blocks(X, self.normalization_.shape[1], X.dtype, features)

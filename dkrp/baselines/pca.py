@@ -16,6 +16,7 @@ import logging
 import numpy as np
 import scipy.sparse as sp
 
+from .._threading import map_row_blocks
 from .._validation import check_integer, is_dask_collection
 from ..base import BaseProjector
 
@@ -159,6 +160,10 @@ class PCAProjector(BaseProjector):
 
     def _transform_array(self, X):
         V, shift = self._projection(X.dtype)
-        Z = np.asarray(X @ V)
-        Z -= shift
-        return Z.astype(X.dtype, copy=False)
+
+        def project(rows):
+            Z = np.asarray(rows @ V)
+            Z -= shift
+            return Z
+
+        return map_row_blocks(X, V.shape[1], X.dtype, project)

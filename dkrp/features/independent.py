@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .._random import draw_rows
+from .._threading import run_row_blocks
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
 from ._samplers import DISTRIBUTIONS, hyperplane_sampler, resolve_density
@@ -24,6 +25,11 @@ __all__ = ["IndependentPolynomialProjection"]
 
 #: Budget (rows × projected columns) of one transform block: bounded memory.
 _BLOCK_ENTRIES = 1 << 22
+#: Most rows of one transform block. Blocks are a power of two up to this, so they
+#: divide the feature store's chunks and pipelined steps (multiples of 2048 rows): a
+#: BLAS may round a GEMM's row by how many rows the call has (OpenBLAS's Haswell sgemm
+#: does), so a row's bits must not depend on the rows the caller passed with it.
+_MAX_BLOCK_ROWS = 2048
 
 
 class IndependentPolynomialProjection(BaseProjector):
@@ -149,12 +155,16 @@ class IndependentPolynomialProjection(BaseProjector):
         # Blocks of components and rows so the n_block × (k_block·t·g) projections
         # stay within _BLOCK_ENTRIES whatever k, t and g are.
         k_block = max(1, min(k, _BLOCK_ENTRIES // (256 * width)))
-        n_block = max(1, _BLOCK_ENTRIES // (k_block * width))
-        for c0 in range(0, k, k_block):
-            c1 = min(k, c0 + k_block)
-            R_c = R[c0 * width : c1 * width]
-            for r0 in range(0, n, n_block):
-                proj = np.asarray(X[r0 : r0 + n_block] @ R_c.T)
+        fit = max(1, _BLOCK_ENTRIES // (k_block * width))
+        n_block = min(_MAX_BLOCK_ROWS, 1 << (fit.bit_length() - 1))
+
+        def work(r0, r1):
+            rows = X[r0:r1]
+            for c0 in range(0, k, k_block):
+                c1 = min(k, c0 + k_block)
+                proj = np.asarray(rows @ R[c0 * width : c1 * width].T)
                 proj = proj.reshape(proj.shape[0], c1 - c0, t, g)
-                out[r0 : r0 + n_block, c0:c1] = proj.prod(axis=3).sum(axis=2) * scale
+                out[r0:r1, c0:c1] = proj.prod(axis=3).sum(axis=2) * scale
+
+        run_row_blocks(n, n_block, work)
         return out

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from .._random import draw_rows
+from .._threading import run_row_blocks
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
 
@@ -242,11 +243,15 @@ class RandomMaclaurin(BaseProjector):
         coef = self._cast("coefficients", self.coefficients_ / math.sqrt(self.n_components),
                           dtype)
         out = np.empty((X.shape[0], self.n_components), dtype=dtype)
-        for start in range(0, X.shape[0], _ROW_BLOCK):
-            block = X[start : start + _ROW_BLOCK]
+        groups = self._groups()
+
+        def work(start, stop):
+            # one BLAS thread per block (run_row_blocks): the bits do not depend on
+            # the thread count
+            block = X[start:stop]
             proj = np.asarray(block @ R.T) if R.shape[0] else None
-            dest = out[start : start + block.shape[0]]
-            for n, features, rows in self._groups():
+            dest = out[start:stop]
+            for n, features, rows in groups:
                 if n == 0:
                     dest[:, features] = coef[features]
                     continue
@@ -254,4 +259,6 @@ class RandomMaclaurin(BaseProjector):
                 for j in range(1, n):
                     prod = prod * proj[:, rows[:, j]]
                 dest[:, features] = prod * coef[features]
+
+        run_row_blocks(X.shape[0], _ROW_BLOCK, work)
         return out
