@@ -97,7 +97,12 @@ class SphericalRandomFeatures(BaseProjector):
       in narrow windows at the floor's shells (fitter version 3), minimised by
       Gauss-Newton where L-BFGS still stalls above it (fitter version 4,
       ``surrogate_["fit_version"]``). It depends on :math:`(d, p, a, N)` only, so
-      every seed estimates the same :math:`\hat K`.
+      every seed estimates the same :math:`\hat K` on one machine. L-BFGS runs with
+      BLAS in the loop and stops where the BLAS's rounding leads it, so another
+      machine may fit another surrogate of nearly the same error (d = 20, p = 3,
+      a = 4: :math:`\sigma_1` = 0.164 on an AVX2 machine, 0.171 on an AVX-512 one):
+      the spec carries the surrogate, so featurize elsewhere from the saved spec
+      (as ``dkrp featurize`` and the cluster path do), not by refitting the seed.
     * **Floor.** No non-negative radial density matches :math:`K` exactly: the
       best max error on [0, 2] is about 1.6e-2 (p = 3, 7), 1.2e-2 (p = 10),
       5e-3 (p = 20) at :math:`a = 4`. The features are unbiased for
