@@ -266,7 +266,8 @@ def _cos_rows_v2(proj, offset, scale, out, out_row0):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _cos_inplace_v2(block, offset, scale):
-    """:func:`_cos_inplace32` by version 2."""
+    """:func:`_cos_rows_v2` in place: a loop of its own, as :func:`_cos_inplace32` says
+    why (one array read and written vectorises, two views of it would not)."""
     n, m = block.shape
     bad = False
     for i in range(n):

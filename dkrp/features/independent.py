@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .._random import draw_rows
-from .._threading import run_row_blocks
+from .._threading import ROW_BLOCK, run_row_blocks
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
 from ._samplers import DISTRIBUTIONS, hyperplane_sampler, resolve_density
@@ -25,11 +25,6 @@ __all__ = ["IndependentPolynomialProjection"]
 
 #: Budget (rows × projected columns) of one transform block: bounded memory.
 _BLOCK_ENTRIES = 1 << 22
-#: Most rows of one transform block. Blocks are a power of two up to this, so they
-#: divide the feature store's chunks and pipelined steps (multiples of 2048 rows): a
-#: BLAS may round a GEMM's row by how many rows the call has (OpenBLAS's Haswell sgemm
-#: does), so a row's bits must not depend on the rows the caller passed with it.
-_MAX_BLOCK_ROWS = 2048
 
 
 class IndependentPolynomialProjection(BaseProjector):
@@ -153,10 +148,11 @@ class IndependentPolynomialProjection(BaseProjector):
         n = X.shape[0]
         out = np.empty((n, k), dtype=dtype)
         # Blocks of components and rows so the n_block × (k_block·t·g) projections
-        # stay within _BLOCK_ENTRIES whatever k, t and g are.
+        # stay within _BLOCK_ENTRIES whatever k, t and g are; n_block is a power of two
+        # up to ROW_BLOCK, so it divides ROW_BLOCK (see dkrp._threading.ROW_BLOCK).
         k_block = max(1, min(k, _BLOCK_ENTRIES // (256 * width)))
         fit = max(1, _BLOCK_ENTRIES // (k_block * width))
-        n_block = min(_MAX_BLOCK_ROWS, 1 << (fit.bit_length() - 1))
+        n_block = min(ROW_BLOCK, 1 << (fit.bit_length() - 1))
 
         def work(r0, r1):
             rows = X[r0:r1]
