@@ -983,6 +983,10 @@ def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp
         with Client(cluster, set_as_default=False) as client:
             write_features(X, _faulty(data, tmp_path / "a"), tmp_path / "ok.zarr",
                            client=client, progress=False, retries=1)
+            # the last chunk's task, sent ahead of the others (it reads the input's last
+            # row for a new store's fingerprint), is retried as they are
+            write_features(X, _faulty(data, tmp_path / "e", row=900), tmp_path / "e.zarr",
+                           client=client, progress=False, retries=1)
             with pytest.raises(PartitionError) as info:
                 write_features(X, _faulty(data, tmp_path / "b"), tmp_path / "bad.zarr",
                                client=client, progress=False)
@@ -1000,6 +1004,9 @@ def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp
         assert len(fault_pids(tmp_path / "c")) == 1
         assert [r for r in caplog.records if r.name == "dkrp.feature_store.tasks"] == []
     assert len(fault_pids(tmp_path / "a")) == 1  # failed once, then retried
+    assert len(fault_pids(tmp_path / "e")) == 1
+    assert open_features(tmp_path / "e.zarr").Z.compute().tobytes() == (
+        krp.transform(data).tobytes())
     assert open_features(tmp_path / "ok.zarr").Z.compute().tobytes() == (
         krp.transform(data).tobytes())
     err = info.value
