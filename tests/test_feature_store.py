@@ -1085,6 +1085,50 @@ def _held_inner(block, gate, block_info=None):
     return block if index in (0, count - 1) else _held(block, gate)
 
 
+def test_a_new_store_on_a_client_writes_its_first_and_last_chunks_first(tmp_path, data):
+    # The tasks of the first and last chunks return the input's edge rows for a new
+    # store's fingerprint, so they are sent ahead of the others (priority=1). The only
+    # thread of the worker is held until the scheduler has every chunk task; then the
+    # first two chunk tasks to run are those two (without the priority the scheduler
+    # ranks the two graphs' tasks by their order within each graph).
+    from distributed import Client, get_task_stream
+
+    from dkrp.parallel import start_local_cluster
+
+    gate = tmp_path / "gate"
+    X = da.from_array(data, chunks=(100, 12))
+    errors = []
+
+    def run():
+        try:
+            write_features(X, _krp(), tmp_path / "s.zarr", client=client, progress=False)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            errors.append(exc)
+
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            get_task_stream(client) as stream:
+        held = client.submit(_held, np.ones(1), str(gate), pure=False)
+        writer = threading.Thread(target=run)
+        writer.start()
+        for _ in range(1200):  # at most a minute, until all ten chunk tasks are known
+            if sum("dkrp-write-" in str(k) for k in cluster.scheduler.tasks) >= 10:
+                break
+            threading.Event().wait(0.05)
+        gate.touch()
+        writer.join(120)
+        held.result()
+    assert not errors and not writer.is_alive()
+    started = sorted((ss["start"], str(t["key"])) for t in stream.data
+                     for ss in t["startstops"] if ss["action"] == "compute")
+    chunks = [int(key.rsplit("-", 1)[1].rstrip("')"))
+              for _, key in started if "dkrp-write-" in key]
+    assert sorted(chunks) == list(range(10))
+    assert sorted(chunks[:2]) == [0, 9], chunks
+    assert open_features(tmp_path / "s.zarr").Z.compute().tobytes() == (
+        _krp().transform(data).tobytes())
+
+
 def test_a_failed_run_on_a_client_cancels_its_pending_chunks(tmp_path, data):
     # the failure of one partition ends the run: the chunks not yet written are cancelled,
     # not left to run on the cluster while the caller holds the exception (a notebook
