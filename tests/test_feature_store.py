@@ -1085,13 +1085,13 @@ def _held_inner(block, gate, block_info=None):
     return block if index in (0, count - 1) else _held(block, gate)
 
 
-def test_a_new_store_on_a_client_writes_its_first_and_last_chunks_first(tmp_path, data):
+def test_a_new_store_on_a_client_sends_its_first_and_last_chunks_ahead(tmp_path, data):
     # The tasks of the first and last chunks return the input's edge rows for a new
-    # store's fingerprint, so they are sent ahead of the others (priority=1). The only
-    # thread of the worker is held until the scheduler has every chunk task; then the
-    # first two chunk tasks to run are those two (without the priority the scheduler
-    # ranks the two graphs' tasks by their order within each graph).
-    from distributed import Client, get_task_stream
+    # store's fingerprint, so they are sent ahead of the others (priority=1): while the
+    # only thread of the worker is held, the scheduler holds every chunk task, and ranks
+    # those two before all the others. (Without the priority the two graphs' tasks can
+    # share a generation, and the edge chunks then rank by their order in their graph.)
+    from distributed import Client
 
     from dkrp.parallel import start_local_cluster
 
@@ -1105,26 +1105,29 @@ def test_a_new_store_on_a_client_writes_its_first_and_last_chunks_first(tmp_path
         except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
             errors.append(exc)
 
+    def ranks():
+        return {int(str(key).rsplit("-", 1)[1]): ts.priority
+                for key, ts in list(cluster.scheduler.tasks.items())
+                if str(key).startswith("dkrp-write-")}
+
     with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
-            Client(cluster, set_as_default=False) as client, \
-            get_task_stream(client) as stream:
+            Client(cluster, set_as_default=False) as client:
         held = client.submit(_held, np.ones(1), str(gate), pure=False)
         writer = threading.Thread(target=run)
         writer.start()
-        for _ in range(1200):  # at most a minute, until all ten chunk tasks are known
-            if sum("dkrp-write-" in str(k) for k in cluster.scheduler.tasks) >= 10:
-                break
-            threading.Event().wait(0.05)
-        gate.touch()
-        writer.join(120)
+        try:
+            for _ in range(1200):  # at most a minute, until all ten chunk tasks are known
+                if len(ranks()) == 10:
+                    break
+                threading.Event().wait(0.05)
+            priority = ranks()
+        finally:
+            gate.touch()
+            writer.join(120)
         held.result()
     assert not errors and not writer.is_alive()
-    started = sorted((ss["start"], str(t["key"])) for t in stream.data
-                     for ss in t["startstops"] if ss["action"] == "compute")
-    chunks = [int(key.rsplit("-", 1)[1].rstrip("')"))
-              for _, key in started if "dkrp-write-" in key]
-    assert sorted(chunks) == list(range(10))
-    assert sorted(chunks[:2]) == [0, 9], chunks
+    assert sorted(priority) == list(range(10))
+    assert max(priority[0], priority[9]) < min(priority[i] for i in range(1, 9)), priority
     assert open_features(tmp_path / "s.zarr").Z.compute().tobytes() == (
         _krp().transform(data).tobytes())
 
