@@ -983,6 +983,10 @@ def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp
         with Client(cluster, set_as_default=False) as client:
             write_features(X, _faulty(data, tmp_path / "a"), tmp_path / "ok.zarr",
                            client=client, progress=False, retries=1)
+            # the last chunk's task, sent ahead of the others (it reads the input's last
+            # row for a new store's fingerprint), is retried as they are
+            write_features(X, _faulty(data, tmp_path / "e", row=900), tmp_path / "e.zarr",
+                           client=client, progress=False, retries=1)
             with pytest.raises(PartitionError) as info:
                 write_features(X, _faulty(data, tmp_path / "b"), tmp_path / "bad.zarr",
                                client=client, progress=False)
@@ -1000,6 +1004,9 @@ def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp
         assert len(fault_pids(tmp_path / "c")) == 1
         assert [r for r in caplog.records if r.name == "dkrp.feature_store.tasks"] == []
     assert len(fault_pids(tmp_path / "a")) == 1  # failed once, then retried
+    assert len(fault_pids(tmp_path / "e")) == 1
+    assert open_features(tmp_path / "e.zarr").Z.compute().tobytes() == (
+        krp.transform(data).tobytes())
     assert open_features(tmp_path / "ok.zarr").Z.compute().tobytes() == (
         krp.transform(data).tobytes())
     err = info.value
@@ -1076,6 +1083,53 @@ def _held_inner(block, gate, block_info=None):
     """:func:`_held` for every row block but the first and the last (those the plan reads)."""
     index, count = block_info[0]["chunk-location"][0], block_info[0]["num-chunks"][0]
     return block if index in (0, count - 1) else _held(block, gate)
+
+
+def test_a_new_store_on_a_client_sends_its_first_and_last_chunks_ahead(tmp_path, data):
+    # The tasks of the first and last chunks return the input's edge rows for a new
+    # store's fingerprint, so they are sent ahead of the others (priority=1): while the
+    # only thread of the worker is held, the scheduler holds every chunk task, and ranks
+    # those two before all the others. (Without the priority the two graphs' tasks can
+    # share a generation, and the edge chunks then rank by their order in their graph.)
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    gate = tmp_path / "gate"
+    X = da.from_array(data, chunks=(100, 12))
+    errors = []
+
+    def run():
+        try:
+            write_features(X, _krp(), tmp_path / "s.zarr", client=client, progress=False)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            errors.append(exc)
+
+    def ranks():
+        return {int(str(key).rsplit("-", 1)[1]): ts.priority
+                for key, ts in list(cluster.scheduler.tasks.items())
+                if str(key).startswith("dkrp-write-")}
+
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        held = client.submit(_held, np.ones(1), str(gate), pure=False)
+        writer = threading.Thread(target=run)
+        writer.start()
+        try:
+            for _ in range(1200):  # at most a minute, until all ten chunk tasks are known
+                if len(ranks()) == 10:
+                    break
+                threading.Event().wait(0.05)
+            priority = ranks()
+        finally:
+            gate.touch()
+            writer.join(120)
+        held.result()
+    assert not errors and not writer.is_alive()
+    assert sorted(priority) == list(range(10))
+    assert max(priority[0], priority[9]) < min(priority[i] for i in range(1, 9)), priority
+    assert open_features(tmp_path / "s.zarr").Z.compute().tobytes() == (
+        _krp().transform(data).tobytes())
 
 
 def test_a_failed_run_on_a_client_cancels_its_pending_chunks(tmp_path, data):

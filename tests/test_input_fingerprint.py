@@ -242,6 +242,11 @@ def test_a_failed_run_whose_input_cannot_be_read_raises_its_own_error(tmp_path, 
             pytest.raises(PartitionError, match=r"Partition \d.*the disk went away"):
         write_features(bad, _krp(), out, client=client, progress=False)
     assert f"{out}: the input's first and last rows could not be read" in caplog.messages
+    # with the read's own error and traceback
+    [record] = [r for r in caplog.records
+                if r.getMessage() == f"{out}: the input's first and last rows could not be read"]
+    assert record.exc_info is not None and isinstance(record.exc_info[1], OSError)
+    assert str(record.exc_info[1]) == "the disk went away"
     assert _attrs(out)["input"]["edge_rows_sha256"] is None and not _attrs(out)["complete"]
     X = da.from_array(values, chunks=(250, 12))
     summary = write_features(X, _krp(), out, client=client, progress=False)
