@@ -17,6 +17,9 @@ from dkrp.io import ingest, read_idx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# the fast default set and --full (tests/suite_selection.py)
+pytest_plugins = ["suite_selection"]
+
 # Property tests stay small (each example fits and transforms a projector). "ci" is
 # derandomized: the same examples on every run, so a failure is reproducible from the
 # log; select it with HYPOTHESIS_PROFILE=ci.

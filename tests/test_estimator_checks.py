@@ -6,6 +6,7 @@ checks' data have 2–10 features and ≥ 20 rows) and covers the variants that 
 other code paths.
 """
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dkrp  # noqa: F401 - importing dkrp registers every map
@@ -41,12 +42,15 @@ CHECK_PARAMS = {
 }
 
 
-def _instances():
+def _instances(variants):
+    """The first parameter set of every map (``variants=False``: the fast set) or the
+    others, which take other code paths (``variants=True``: the full suite)."""
     out = []
     for name, cls in sorted(registered_projectors().items()):
         if cls.__module__.startswith("dkrp.testing"):
             continue  # fault-injecting test doubles are not maps
-        out.extend(cls(**params) for params in CHECK_PARAMS.get(name, [{"random_state": 0}]))
+        params = CHECK_PARAMS.get(name, [{"random_state": 0}])
+        out.extend(cls(**p) for p in (params[1:] if variants else params[:1]))
     return out
 
 
@@ -66,8 +70,14 @@ def _expected_failures(estimator):
     return {}
 
 
-@parametrize_with_checks(_instances(), expected_failed_checks=_expected_failures)
+@parametrize_with_checks(_instances(variants=False), expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow  # the same checks again for the other code paths: the full suite
+@parametrize_with_checks(_instances(variants=True), expected_failed_checks=_expected_failures)
+def test_sklearn_compatible_variants(estimator, check):
     check(estimator)
 
 

@@ -328,6 +328,7 @@ def test_ensemble_quick_through_the_cli(tmp_path):
     assert curve[13] > 80
 
 
+@pytest.mark.slow  # a whole experiment run: the full suite
 def test_rff_quick_through_the_cli(tmp_path):
     rows = _quick_rows(tmp_path, "rff")
     folder = tmp_path / "rff"

@@ -286,6 +286,7 @@ def test_fit_is_within_ten_percent_of_the_floor_of_every_radial_density(d, degre
         sampled / floor.objective)
 
 
+@pytest.mark.slow  # a fitter-version sweep: the full suite
 def test_new_fits_record_the_fitter_version_and_old_specs_keep_their_surrogate(monkeypatch):
     X = np.random.default_rng(4).standard_normal((20, 12))
     est = dkrp.SphericalRandomFeatures(degree=7, n_components=40, random_state=1).fit(X)
@@ -312,6 +313,7 @@ def test_new_fits_record_the_fitter_version_and_old_specs_keep_their_surrogate(m
     assert again.transform(X).tobytes() != est.transform(X).tobytes()
 
 
+@pytest.mark.slow  # a fitter-version sweep: the full suite
 def test_surrogate_cache_keeps_fitter_versions_apart():
     from dkrp.features.spherical import _fit_surrogate_cached
 
@@ -325,6 +327,7 @@ def test_surrogate_cache_keeps_fitter_versions_apart():
     assert v2 == _srf_fit.fit_surrogate(12, 7, 4.0, 10, version=2)
 
 
+@pytest.mark.slow  # a fitter-version sweep: the full suite
 @pytest.mark.parametrize(("d", "degree", "scale"), [(20, 3, 4.0), (128, 20, 2.0),
                                                     (256, 10, 3.0)])
 def test_version_3_is_version_2_bit_for_bit_where_version_2_meets_the_target(d, degree,
@@ -339,6 +342,7 @@ def test_version_3_is_version_2_bit_for_bit_where_version_2_meets_the_target(d, 
     assert v3.version == 3 and v3.restarts == v2.restarts
 
 
+@pytest.mark.slow  # a fitter-version sweep: the full suite
 @pytest.mark.parametrize(("d", "degree", "scale", "version", "stall"), [
     # d = 16, p = 7, a = 4: version 2 ends 2.5x above the floor on one machine, 1.97x on
     # another (one Gaussian cannot follow its single thin shell at r = 3.77; where
@@ -366,6 +370,7 @@ def test_unknown_fitter_version_is_a_clear_error():
         _srf_fit.fit_surrogate(16, 3, 4.0, 10, version=5)
 
 
+@pytest.mark.slow  # a fitter-version sweep: the full suite
 @pytest.mark.parametrize(("d", "degree", "scale"), [(20, 3, 4.0), (16, 7, 4.0), (32, 20, 2.0),
                                                     (128, 20, 2.0), (256, 10, 3.0)])
 def test_version_4_is_version_3_bit_for_bit_where_version_3_meets_the_target(d, degree,

@@ -133,6 +133,7 @@ def test_default_ingest_gives_every_worker_a_chunk(tmp_path, source, args):
 # -- case 6 (and the dashboard line of case 4): honest summaries -----------------------------
 
 
+@pytest.mark.cluster  # featurize without --scheduler: the embedded worker processes
 def test_featurize_reports_wall_time_dashboard_and_a_noop_rerun(tmp_path):
     np.save(tmp_path / "X.npy", np.random.default_rng(0).standard_normal((3000, 6)))
     args = ["featurize", tmp_path / "X.npy", tmp_path / "f.zarr", "--n-components", 20,
