@@ -23,8 +23,15 @@ def test_same_features_as_sklearn_on_the_same_landmarks(kernel):
                              **params).fit(X[ours.component_indices_])
     order = theirs.component_indices_
     np.testing.assert_array_equal(ours.components_[order], theirs.components_)
+    # Both compute W^{-1/2} with eigenvalues floored at 1e-12. Where W is rank-deficient
+    # (the linear kernel: rank 6 < 30 landmarks) the floored directions amplify a
+    # rounding of W by up to 1/sqrt(1e-12) = 1e6, so the two LAPACK/BLAS call sequences
+    # (and another BLAS kernel) may differ by m * 1e6 * eps * max|W| there (2e-9 was seen
+    # under OpenBLAS's Sandybridge kernel); elsewhere by a few eps.
+    W = ours.components_ @ ours.components_.T if kernel == "linear" else None
+    atol = 1e-9 if W is None else 30 * 1e6 * np.finfo(float).eps * np.abs(W).max()
     np.testing.assert_allclose(ours.transform(X)[:, order], theirs.transform(X),
-                               rtol=1e-7, atol=1e-9)
+                               rtol=1e-7, atol=atol)
 
 
 def test_defaults_match_sklearn():
