@@ -102,7 +102,7 @@ def _task_threads() -> int:
     return 1 if share is None else max(1, share // nthreads)
 
 
-def transform_partition(block, spec_text, dtype, row_offset, partition, bits=False,
+def transform_partition(block, spec_text, dtype, row_offset, partition, output="features",
                         checked=False):
     """Featurize one row block (module-level and pure, so it pickles by reference).
 
@@ -117,9 +117,9 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, bits=Fal
         Global index of the block's first row, named in errors.
     partition : int
         Index of the block, named in errors.
-    bits : bool, default=False
-        Return the packed sign bits of the map (``bits_block``: SignProductEmbedding)
-        computed in ``dtype``, instead of its features.
+    output : str, default="features"
+        Which of the map's :attr:`~dkrp.base.BaseProjector.outputs` to compute in
+        ``dtype`` (``"bits"``: SignProductEmbedding's packed sign bits).
     checked : bool, default=False
         The caller has already refused non-finite values in a block holding these rows
         (:func:`dkrp._validation.check_finite_rows`): they are not scanned again.
@@ -127,7 +127,8 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, bits=Fal
     Returns
     -------
     ndarray of shape (n_rows, n_components) and dtype ``dtype``
-        Or, with ``bits``, uint8 of shape (n_rows, ceil(n_components / 8)).
+        Or what ``output`` is (:meth:`~dkrp.base.BaseProjector.output_spec`): packed
+        bits are uint8 of shape (n_rows, ceil(n_components / 8)).
     """
     from ._threading import limit_threads
 
@@ -150,16 +151,14 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, bits=Fal
     if not checked:
         check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
     with limit_threads(_task_threads()):
-        if bits:
-            return np.ascontiguousarray(est.bits_block(block), dtype=np.uint8)
-        out = est.transform_block(block)
-    return np.ascontiguousarray(out, dtype=dtype)
+        out = est.output_block(block, output)
+    return np.ascontiguousarray(out, dtype=est.output_spec(output, dtype)[1])
 
 
-def _map_block(block, spec_text, dtype, offsets, block_info=None):
+def _map_block(block, spec_text, dtype, offsets, output="features", block_info=None):
     # map_blocks hands us the block index; offsets[i] is its global first row.
     i = block_info[0]["chunk-location"][0] if block_info else 0
-    return transform_partition(block, spec_text, dtype, offsets[i], i)
+    return transform_partition(block, spec_text, dtype, offsets[i], i, output)
 
 
 # -- client side ---------------------------------------------------------------------
@@ -221,7 +220,7 @@ def row_offsets(chunks) -> tuple:
     return tuple(int(v) for v in np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64))
 
 
-def featurize(X, projector, *, dtype=None):
+def featurize(X, projector, *, dtype=None, output="features"):
     """Featurize a dask array lazily, one task per row block.
 
     Parameters
@@ -231,12 +230,17 @@ def featurize(X, projector, *, dtype=None):
     projector : BaseProjector
         A fitted projector; only its JSON spec enters the graph.
     dtype : {None, "float32", "float64"}
-        Output dtype; by default float32 input gives float32, anything else float64.
+        Compute (and features') dtype; by default float32 input gives float32, anything
+        else float64.
+    output : str, default="features"
+        Which of the projector's ``outputs`` to compute (``"bits"``: the packed sign
+        bits of a SignProductEmbedding, uint8).
 
     Returns
     -------
     Z : dask.array.Array of shape (n_samples, n_components)
-        Same row chunks as ``X``, one column block, dense blocks.
+        Same row chunks as ``X``, one column block, dense blocks (``output``'s width
+        and dtype for another output).
 
     Examples
     --------
@@ -253,17 +257,19 @@ def featurize(X, projector, *, dtype=None):
     import dask.array as da
     from dask.base import tokenize
 
-    X, out_dtype = prepare_input(X, projector, dtype=dtype)
+    X, compute_dtype = prepare_input(X, projector, dtype=dtype)
+    k, out_dtype = projector.output_spec(output, compute_dtype)
     text = spec_json(projector)
-    k = int(projector._n_features_out)
     offsets = row_offsets(X.chunks[0])
-    name = "dkrp-featurize-" + tokenize(X.name, text, out_dtype.str)
+    prefix = "dkrp-featurize-" if output == "features" else f"dkrp-{output}-"
+    name = prefix + tokenize(X.name, text, compute_dtype.str)
     return da.map_blocks(
         _map_block,
         X,
         text,
-        out_dtype.str,
+        compute_dtype.str,
         offsets,
+        output,
         name=name,
         dtype=out_dtype,
         chunks=(X.chunks[0], (k,)),

@@ -21,7 +21,10 @@ A new map implements only its mathematics:
   ``fit_n_features`` and on rebuild from a spec) and set ``n_components_``;
 * ``_state_arrays()``: the arrays whose checksum identifies the map (declared once
   as :attr:`~BaseProjector.learnt_arrays` for data-dependent maps);
-* ``_transform_array(X)``: map a validated float32/float64 block (ndarray or CSR).
+* ``_transform_array(X)``: map a validated float32/float64 block (ndarray or CSR);
+  a map with another output besides its features (SignProductEmbedding's packed sign
+  bits) names it in :attr:`~BaseProjector.outputs` and computes it in
+  ``_output_array(X, output)``.
 
 Everything else — validation, seeds, dtype rules, the dask path (fit and
 transform), specs, save/load, checksums and cached casts of the state — lives
@@ -80,6 +83,11 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     #: versioned without changing what an old spec produces (e.g. ``cosine_``).
     legacy_fitted_values: dict = {}
 
+    #: What a map computes from a block: its features (``transform``) and, for some
+    #: maps, other outputs (SignProductEmbedding: ``"bits"``, ``transform_bits``). Every
+    #: output goes through one block path (:meth:`output_block`), in memory and on dask.
+    outputs: tuple = ("features",)
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
@@ -115,6 +123,27 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def _transform_array(self, X):  # pragma: no cover - abstract
         """Map a validated, finite block (ndarray or CSR) of dtype float32/float64."""
         raise NotImplementedError
+
+    def _output_array(self, X, output):
+        """``output`` (one of :attr:`outputs`) of a validated, scaled, non-empty block."""
+        if output == "features":
+            return self._transform_array(X)
+        raise NotImplementedError(output)  # pragma: no cover - a map that names it computes it
+
+    def output_spec(self, output: str = "features", dtype=np.float64) -> tuple:
+        """``(width, dtype)`` of ``output`` for a block computed in ``dtype``.
+
+        Features are ``n_components_`` wide in the compute dtype; other outputs say
+        their own (packed bits: uint8, ``ceil(n_components_ / 8)`` bytes).
+        """
+        self._check_output(output)
+        return int(self._n_features_out), np.dtype(dtype)
+
+    def _check_output(self, output):
+        if output not in self.outputs:
+            raise ValueError(
+                f"{type(self).__name__} computes {' and '.join(map(repr, self.outputs))}, "
+                f"not {output!r}.")
 
     @property
     def _n_features_out(self):
@@ -211,10 +240,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         Z : ndarray or dask array of shape (n_samples, n_components)
             Same dtype as ``X`` when ``X`` is float32, else float64.
         """
-        check_is_fitted(self, "spec_checksum_")
-        if is_dask_collection(X):
-            return _blockwise.featurize(X, self)
-        return self.transform_block(self._validate_input(X, reset=False))
+        return self._transform_output(X, "features")
 
     def transform_block(self, X):
         """Map an already validated block (no copy, no checks beyond shape).
@@ -222,15 +248,33 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         Used by the distributed path, which validates per partition and names the
         partition in its errors.
         """
+        return self.output_block(X, "features")
+
+    def output_block(self, X, output="features"):
+        """``output`` of an already validated block: the one block path of every output.
+
+        It owns what each output needs alike: an empty block, CSR in any sparse format,
+        and the fitted scaling (``preprocessing_``) before the map.
+        """
+        self._check_output(output)
         if X.shape[0] == 0:
-            dtype = X.dtype if X.dtype in FLOAT_DTYPES else np.float64
-            return np.empty((0, self._n_features_out), dtype=dtype)
+            compute = X.dtype if X.dtype in FLOAT_DTYPES else np.float64
+            width, dtype = self.output_spec(output, compute)
+            return np.empty((0, width), dtype=dtype)
         if sp.issparse(X) and X.format != "csr":
             X = X.tocsr()
         prep = getattr(self, "preprocessing_", None)
         if prep:
             X = preprocessing.preprocess(X, prep, cast=self._cast_preprocessing)
-        return self._transform_array(X)
+        return self._output_array(X, output)
+
+    def _transform_output(self, X, output):
+        """``output`` of ``X``: numpy, scipy sparse or a dask array (lazily, by spec)."""
+        check_is_fitted(self, "spec_checksum_")
+        self._check_output(output)
+        if is_dask_collection(X):
+            return _blockwise.featurize(X, self, output=output)
+        return self.output_block(self._validate_input(X, reset=False), output)
 
     def _set_preprocessing(self, prep):
         """Scale every row with ``prep`` before the map (see :mod:`dkrp.preprocessing`).

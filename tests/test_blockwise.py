@@ -349,10 +349,10 @@ def test_transform_partition_bits_are_the_packed_signs_of_the_block():
     X = np.random.default_rng(5).standard_normal((40, 6)).astype(np.float32)
     est = SignProductEmbedding(n_components=13, random_state=2).fit(X)
     text = spec_json(est)
-    bits = transform_partition(X, text, "float32", 0, 0, bits=True)
+    bits = transform_partition(X, text, "float32", 0, 0, output="bits")
     assert bits.dtype == np.uint8 and bits.shape == (40, 2)
     assert np.array_equal(bits, est.transform_bits(X))
-    features = transform_partition(X, text, "float32", 0, 0)  # bits=False by default
+    features = transform_partition(X, text, "float32", 0, 0)  # features by default
     assert features.dtype == np.float32 and features.shape == (40, 13)
     assert np.array_equal(features, est.transform(X))
 

@@ -159,6 +159,76 @@ def test_bits_of_dask_input_equal_the_in_memory_bits():
     assert lazy.compute().tobytes() == est.transform_bits(X).tobytes()
 
 
+SCALINGS = {"none": {}, "standardize": {"standardize": True},
+            "unit": {"scale_rows": "unit"},
+            "both": {"standardize": True, "scale_rows": "unit"}}
+
+
+@pytest.mark.parametrize(("scaling", "kind"), [
+    (scaling, kind) for scaling in sorted(SCALINGS)
+    for kind in ("numpy", "csr", "dask", "bit store")
+    # standardize refuses sparse input (its centred rows would be dense)
+    if not (kind == "csr" and SCALINGS[scaling].get("standardize"))])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bits_are_the_signs_of_the_features_under_every_scaling(scaling, kind, dtype, tmp_path):
+    """Issue 28 (1): transform_bits applies the fitted scaling as transform does. The data
+    are shifted and unevenly scaled, so skipping the scaling flips many signs (20 % of
+    them with standardize, as the issue measured)."""
+    import dask.array as da
+
+    from dkrp.feature_store import open_features, write_features
+    from dkrp.preprocessing import fit_scaled
+
+    rng = np.random.default_rng(11)
+    X = (rng.standard_normal((300, 7)) * rng.uniform(0.1, 5, 7) + rng.uniform(-3, 3, 7))
+    X = X.astype(dtype)
+    if kind == "csr":
+        X[rng.random(X.shape) < 0.5] = 0
+    spe = fit_scaled(dkrp.SignProductEmbedding(n_components=61, random_state=4), X,
+                     **SCALINGS[scaling])
+    signs = np.where(spe.transform(X) >= 0, 1.0, -1.0)
+    if kind == "numpy":
+        bits = spe.transform_bits(X)
+    elif kind == "csr":
+        bits = spe.transform_bits(sp.csr_matrix(X))
+    elif kind == "dask":
+        bits = spe.transform_bits(da.from_array(X, chunks=(70, 7))).compute()
+    else:
+        write_features(da.from_array(X, chunks=(70, 7)), spe, tmp_path / "bits.zarr",
+                       progress=False, bits=True)
+        bits = open_features(tmp_path / "bits.zarr").Z.compute()
+    assert bits.dtype == np.uint8 and bits.shape == (300, 8)
+    np.testing.assert_array_equal(unpack_bits(bits, 61), signs)
+
+
+def test_dask_bits_and_features_name_a_bad_value_alike():
+    import dask.array as da
+
+    X = np.random.default_rng(2).standard_normal((100, 5))
+    X[73, 2] = np.nan
+    spe = dkrp.SignProductEmbedding(n_components=16, random_state=0).fit_n_features(5)
+    messages = []
+    for compute in (spe.transform, spe.transform_bits):
+        with pytest.raises(ValueError) as info:
+            compute(da.from_array(X, chunks=(30, 5))).compute(scheduler="sync")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "partition 2, local row 13, global row 73" in messages[0]
+
+
+def test_dask_bits_graph_carries_only_the_spec():
+    import cloudpickle
+    import dask.array as da
+
+    X = da.from_array(np.random.default_rng(0).standard_normal((400, 64)), chunks=(100, 64))
+    spe = dkrp.SignProductEmbedding(n_components=2000, random_state=1).fit_n_features(64)
+    a, b = spe.transform_bits(X), spe.transform_bits(X)
+    assert a.name == b.name != spe.transform(X).name  # deterministic, not the features'
+    # the hyperplanes are 4000 x 64 float64 = 2 MB; a task carries the JSON spec only
+    sizes = [len(cloudpickle.dumps(task)) for task in dict(a.dask.layers[a.name]).values()]
+    assert len(sizes) == 4 and max(sizes) < 8_000
+
+
 def test_float32_in_float32_out_and_close_to_float64():
     X = _points(n=50, d=20, seed=6)
     est = dkrp.SignProductEmbedding(n_components=64, random_state=0).fit(X)

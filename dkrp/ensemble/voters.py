@@ -200,8 +200,13 @@ def hard_vote(votes, n_classes):
 
 def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets=None,
                     block_info=None):
-    """Votes of all voters on one row block (used in process and in map_blocks)."""
-    from .._blockwise import _cached_projector
+    """Votes of all voters on one row block (used in process and in map_blocks).
+
+    Each voter's features come from :func:`dkrp._blockwise.transform_partition`, the
+    block path of every map (its spec, dtype, CSR, scaling and thread limit); the block's
+    values are checked once here, for all voters.
+    """
+    from .._blockwise import transform_partition
     from .._threading import limit_threads
 
     partition = None
@@ -209,10 +214,8 @@ def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets
     if block_info is not None and offsets is not None:
         partition = block_info[0]["chunk-location"][0]
         offset = offsets[partition]
-    if sp.issparse(block):
-        block = block.tocsr().astype(np.float64)
-    else:
-        block = np.asarray(block, dtype=np.float64)
+    block = block.tocsr().astype(np.float64) if sp.issparse(block) else np.asarray(
+        block, dtype=np.float64)
     if block.ndim != 2 or block.shape[1] != n_features:
         raise PartitionInputError(
             f"Partition {partition} has shape {block.shape}, but the ensemble is expecting "
@@ -220,12 +223,12 @@ def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets
     check_finite_rows(block, row_offset=offset, partition=partition)
     votes = np.empty((block.shape[0], len(payload)), dtype=np.int32)
     total = np.zeros((block.shape[0], n_classes))
-    with limit_threads(_task_threads()):
-        for j, (spec_text, coef, intercept, class_idx) in enumerate(payload):
-            Z = _cached_projector(spec_text).transform_block(block)
+    for j, (spec_text, coef, intercept, class_idx) in enumerate(payload):
+        Z = transform_partition(block, spec_text, "float64", offset, partition, checked=True)
+        with limit_threads(_task_threads()):
             votes[:, j], scores = _voter_scores(Z, coef, intercept, class_idx, n_classes)
-            if voting == "soft" or what == "scores":
-                total += scores
+        if voting == "soft" or what == "scores":
+            total += scores
     if what == "votes":
         return votes
     if what == "scores":

@@ -109,7 +109,7 @@ def check_store_options(projector, *, bits=False, store_dtype=None, compressor=N
         compressor; the message says what to pass instead.
     """
     bits = bool(bits)
-    if bits and not callable(getattr(projector, "bits_block", None)):
+    if bits and "bits" not in getattr(projector, "outputs", ()):
         raise ValueError(
             f"bits=True (--bits) stores packed sign bits, which only SignProductEmbedding "
             f"(--method spe) makes, not {type(projector).__name__}: drop --bits, or use "

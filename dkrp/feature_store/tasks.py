@@ -60,7 +60,8 @@ def _write_chunk(block, spec_text, dtype, path, chunk, row_start, store="", edge
             and _fits_projector(block, spec_text)):
         _pipelined_chunk(block, spec_text, dtype, store, features, array, chunk, row_start)
     else:
-        Z = transform_partition(block, spec_text, dtype, row_start, chunk, bits=store == "bits")
+        output = "bits" if store == "bits" else "features"
+        Z = transform_partition(block, spec_text, dtype, row_start, chunk, output)
         if store not in ("", "bits"):
             Z = encode_block(Z, np.dtype(store), chunk, row_start)
         write_rows(features, array, row_start, Z)

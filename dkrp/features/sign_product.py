@@ -81,12 +81,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.utils.validation import check_is_fitted
 
 from .._random import draw_rows
 from .._threading import run_row_blocks
-from .._validation import check_integer, is_dask_collection
+from .._validation import check_integer
 from ..base import BaseProjector
 from .polynomial import _matmul_transposed
 
@@ -286,6 +284,9 @@ class SignProductEmbedding(BaseProjector):
     True
     """
 
+    #: features (the sketches B(x)) and their packed signs (transform_bits)
+    outputs = ("features", "bits")
+
     def __init__(self, *, n_components=100, random_state=None):
         self.n_components = n_components
         self.random_state = random_state
@@ -334,12 +335,15 @@ class SignProductEmbedding(BaseProjector):
         self._sketch_blocks(X, store)
         return out
 
-    def bits_block(self, X):
-        """Packed bits of an already validated block (the distributed path's hook)."""
-        if X.shape[0] == 0:
-            return np.empty((0, n_bytes(self.n_components_)), dtype=np.uint8)
-        if sp.issparse(X) and X.format != "csr":
-            X = X.tocsr()
+    def output_spec(self, output="features", dtype=np.float64):
+        if output == "bits":
+            self._check_output(output)
+            return n_bytes(self.n_components_), np.dtype(np.uint8)
+        return super().output_spec(output, dtype)
+
+    def _output_array(self, X, output):
+        if output != "bits":
+            return super()._output_array(X, output)
         out = np.empty((X.shape[0], n_bytes(self.n_components_)), dtype=np.uint8)
 
         def pack(start, stop, B):
@@ -348,8 +352,15 @@ class SignProductEmbedding(BaseProjector):
         self._sketch_blocks(X, pack)
         return out
 
+    def bits_block(self, X):
+        """Packed bits of an already validated block (:meth:`output_block`'s ``"bits"``)."""
+        return self.output_block(X, "bits")
+
     def transform_bits(self, X):
         """:math:`\\psi(x) = \\mathrm{sign}(B(x))`, packed eight components to a byte.
+
+        The map's fitted scaling (``preprocessing_``) applies first, as in
+        :meth:`transform`, so the bits are the signs of :meth:`transform`'s features.
 
         Parameters
         ----------
@@ -360,30 +371,7 @@ class SignProductEmbedding(BaseProjector):
         bits : ndarray (or dask array) of uint8, shape (n_samples, ceil(n_components / 8))
             ``numpy.packbits`` layout along each row; bit set means
             :math:`B(x)_i \\ge 0` (+1, zero included), clear means −1. Decode with
-            :func:`unpack_bits`.
+            :func:`unpack_bits`. A dask array's blocks are computed from the map's spec
+            alone, like its features (:func:`dkrp.parallel.featurize`).
         """
-        check_is_fitted(self, "spec_checksum_")
-        if is_dask_collection(X):
-            from .._blockwise import prepare_input
-
-            X, dtype = prepare_input(X, self)
-            return X.map_blocks(
-                _bits_partition, self, dtype.str,
-                dtype=np.uint8, chunks=(X.chunks[0], (n_bytes(self.n_components_),)),
-            )
-        return self.bits_block(self._validate_input(X, reset=False))
-
-
-def _bits_partition(block, est, dtype):
-    """One dask block of packed bits (module-level so it pickles by reference)."""
-    from .._blockwise import _task_threads
-    from .._threading import limit_threads
-    from .._validation import check_finite_rows
-
-    dtype = np.dtype(dtype)
-    block = block.astype(dtype) if block.dtype != dtype else block
-    if sp.issparse(block) and block.format != "csr":
-        block = block.tocsr()
-    check_finite_rows(block)
-    with limit_threads(_task_threads()):
-        return est.bits_block(block)
+        return self._transform_output(X, "bits")

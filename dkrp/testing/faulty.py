@@ -102,10 +102,10 @@ class FaultyProjection(PolynomialRandomProjection):
         if self.trigger is not None and self.state_dir is None:
             raise ValueError("state_dir is required to count faults when trigger is set.")
 
-    def transform_block(self, X):
+    def output_block(self, X, output="features"):
         if self.trigger is not None and X.shape[0] > 0 and self._chosen(X):
             self._maybe_misbehave()
-        return super().transform_block(X)
+        return super().output_block(X, output)
 
     def _chosen(self, X):
         first = np.asarray(X[0, 0], dtype=X.dtype)
