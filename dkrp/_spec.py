@@ -18,6 +18,7 @@ imports it (the base class registers its subclasses here).
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib
 import io
 import json
@@ -126,10 +127,41 @@ def to_spec(est) -> dict:
         "checksum": est.spec_checksum_,
         "versions": {"dkrp": _dkrp_version(), "numpy": np.__version__},
     }
+    spec["params_checksum"] = params_checksum(spec)
     if est.data_dependent:
         spec["arrays"] = {k: encode_array(v) for k, v in est._state_arrays().items()}
     json.dumps(spec)  # fail here, not on a worker, if something is not JSON-able
     return spec
+
+
+#: What a spec says of its map besides the state arrays, which ``checksum`` covers.
+_DESCRIBED = ("class", "params", "n_features_in", "seed", "fitted")
+
+
+def params_checksum(spec: dict) -> str:
+    """SHA-256 of a spec's class, parameters, input width, seed and fitted values.
+
+    The state checksum covers only the arrays a rebuild makes, and a data-dependent map
+    carries its learnt arrays: an edited Nyström ``gamma`` or PCA ``whiten`` would
+    rebuild the same arrays and silently map rows differently. Specs written before
+    this field existed load as before (without the check).
+    """
+    described = {key: spec.get(key) for key in _DESCRIBED}
+    text = json.dumps(described, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_params_checksum(spec):
+    recorded = spec.get("params_checksum")
+    if recorded is not None and recorded != params_checksum(spec):
+        raise SpecError(
+            f"This {spec.get('class')} spec disagrees with itself: its class, parameters, "
+            "input width, seed or fitted values are not those it was written with "
+            "(params_checksum). An edited spec maps rows differently from the store or "
+            "model it came with: restore it from where it came from (a feature store "
+            "keeps its spec: dkrp info --spec STORE), or fit a new map with the "
+            "parameters you want instead of editing a spec."
+        )
 
 
 def _fitted(est) -> dict:
@@ -255,6 +287,8 @@ def rebuild(spec, *, verify=True):
             f"process has numpy {np.__version__} and dkrp {_dkrp_version()}. Pin the same "
             "versions on every client and worker."
         )
+    if verify:  # last: the checks above say more where they apply
+        _check_params_checksum(spec)
     return est
 
 

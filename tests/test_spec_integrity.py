@@ -76,3 +76,46 @@ def test_edited_saved_file_is_refused(tmp_path, X):
     path.write_text(json.dumps(spec))
     with pytest.raises(SpecError, match="edited or corrupted"):
         dkrp.load(path)
+
+
+def _data_dependent_maps():
+    from dkrp.baselines import KulisGraumanRP, Nystroem, PCAProjector
+    from dkrp.features.maclaurin import RandomMaclaurin
+
+    return {
+        "nystroem": (lambda: Nystroem(kernel="gaussian", gamma=0.1, n_components=8,
+                                      random_state=0), {"gamma": 0.7, "kernel": "laplacian"}),
+        "kg-rp": (lambda: KulisGraumanRP(kernel="polynomial", degree=2, n_components=4,
+                                         n_landmarks=10, n_terms=3, random_state=0),
+                  {"kernel": "gaussian", "degree": 3}),
+        "pca": (lambda: PCAProjector(n_components=3, random_state=0), {"whiten": True}),
+        "maclaurin": (lambda: RandomMaclaurin(kernel="exponential", gamma=0.3, n_components=8,
+                                              random_state=0), {"gamma": 0.9}),
+        "maclaurin-poly": (lambda: RandomMaclaurin(kernel="polynomial", degree=2, coef0=1.0,
+                                                   n_components=8, random_state=0),
+                           {"coef0": 3.0}),
+    }
+
+
+@pytest.mark.parametrize(("name", "param"), [
+    (name, param) for name, (_, edits) in _data_dependent_maps().items() for param in edits])
+def test_edited_parameters_that_the_state_checksum_misses_are_refused(X, name, param):
+    """Issue 28 (3): these edits rebuild the same state arrays (learnt, or not drawn from
+    the parameter), so the state checksum passed them and the map changed in silence."""
+    make, edits = _data_dependent_maps()[name]
+    est = make().fit(X)
+    spec = est.to_spec()
+    edited = _edited(spec, ("params", param), edits[param])
+    with pytest.raises(SpecError, match=r"disagrees with itself.*params_checksum.*instead of "
+                                        "editing a spec"):
+        dkrp.from_spec(edited)
+    # the unedited spec rebuilds the same map
+    again = dkrp.from_spec(spec)
+    assert again.transform(X).tobytes() == est.transform(X).tobytes()
+
+
+def test_a_spec_without_params_checksum_loads_as_before(X):
+    # specs written before the field existed (tests/fixtures/v0_1_0) carry none
+    spec = dkrp.RandomFourierFeatures(n_components=8, random_state=0).fit(X).to_spec()
+    del spec["params_checksum"]
+    assert dkrp.from_spec(spec).to_spec()["checksum"] == spec["checksum"]

@@ -169,6 +169,29 @@ def test_repair_refuses_an_input_that_is_not_the_fingerprinted_one(stores):
     assert store_digest(store) == before  # nothing touched
 
 
+def test_repair_refuses_a_store_whose_spec_was_edited(stores):
+    """Issue 28 (3): with Nystroem's gamma edited in the store's metadata, repair rewrote
+    the missing chunk with the edited map (rows off by up to 5.19) and verify said OK."""
+    import zarr
+
+    from dkrp import SpecError
+    from dkrp.baselines import Nystroem
+    from dkrp.feature_store import verify_store
+
+    store = stores / "ny.zarr"
+    featurize_to_store(stores / "x.zarr", store, Nystroem(gamma=0.1, n_components=20,
+                                                          random_state=0), progress=False)
+    (store / "Z" / "c" / "4" / "0").unlink()
+    group = zarr.open_group(str(store), mode="r+")
+    spec = dict(group.attrs["spec"])
+    spec["params"] = {**spec["params"], "gamma": 0.5}
+    group.attrs["spec"] = spec
+    before = store_digest(store)
+    with pytest.raises(SpecError, match="disagrees with itself.*params_checksum"):
+        verify_store(store, repair=True)
+    assert store_digest(store) == before  # nothing written with the edited map
+
+
 def test_verify_of_an_incomplete_store_counts_unwritten_chunks_as_pending(tmp_path):
     from dkrp.feature_store import verify_store
 
