@@ -53,7 +53,8 @@ Voting
     go to the lowest class label (the first of ``classes_``), as in
     scikit-learn's ``VotingClassifier`` (``argmax`` of a ``bincount``).
     ``"soft"``: the voters' decision functions are averaged and the largest
-    mean wins.
+    mean wins; each class over the voters that saw it (a partition voter has no
+    score for a class its row block lacks: :func:`dkrp.ensemble.voters.soft_scores`).
 
 Saving
     :meth:`RandomFeatureVotingClassifier.save` writes a directory holding

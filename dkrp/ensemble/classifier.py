@@ -64,7 +64,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         ``intercept_`` (cloned; ``C`` is not applied to it).
     voting : {"hard", "soft"}, default="hard"
         Majority vote of labels (ties to the lowest label) or the mean decision
-        function.
+        function, each class's over the voters that saw it.
     strategy : {"full", "partition"}, default="full"
         Every voter sees all rows, or voter ``i`` sees row block ``i``.
     classes : array-like or None, default=None
@@ -360,7 +360,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[idx]
 
     def decision_function(self, X):
-        """Mean over voters of their decision functions on all classes, (n_samples, n_classes).
+        """Mean decision function of each class over the voters that saw it, (n_samples, n_classes).
 
         For a binary problem the column of ``classes_[1]`` (as scikit-learn).
         """

@@ -40,7 +40,11 @@ def _blockwise_class():
                 raise ValueError(
                     f"The number of blocks in X and y must match. {len(Xs)} != {len(ys)}")
             if len(Xs) != len(self.voters):
-                raise ValueError(f"{len(Xs)} row blocks for {len(self.voters)} voters.")
+                raise ValueError(
+                    f"{len(Xs)} row blocks for {len(self.voters)} voters: the partition "
+                    "strategy trains voter i on row block i. Set n_voters to the number "
+                    f"of row blocks ({len(Xs)}), or rechunk X (and y) to {len(self.voters)} "
+                    "row blocks.")
             offsets = row_offsets(X.chunks[0])
             train = dask.delayed(_train_voter, pure=True)
             return [
@@ -121,11 +125,10 @@ def fit_partition(X, y, voters, client, report, dask_input, *, voting, classes):
 
     total = n_voters = len(voters)
     if not dask_input:
-        rows = -(-X.shape[0] // n_voters)
-        if X.shape[0] < n_voters:
-            raise ValueError(f"{X.shape[0]} rows cannot make {n_voters} partition voters.")
-        X = da.from_array(X, chunks=(rows, -1), asarray=False)
-        y = da.from_array(y, chunks=(rows,))
+        sizes = partition_sizes(X.shape[0], n_voters)
+        _check_partition_classes(y, sizes)
+        X = da.from_array(X, chunks=(sizes, -1), asarray=False)
+        y = da.from_array(y, chunks=(sizes,))
     blockwise = _blockwise_class()(voting=voting, classes=classes, voters=voters)
     tasks = blockwise.fit_tasks(X, y)
     if client is None:
@@ -133,6 +136,39 @@ def fit_partition(X, y, voters, client, report, dask_input, *, voting, classes):
         report(total, total)
         return results, blockwise
     return _gather(client.compute(tasks), client, report, total), blockwise
+
+
+def partition_sizes(n_rows: int, n_voters: int) -> tuple:
+    """Rows of each of ``n_voters`` consecutive row blocks: as equal as can be, the
+    first ``n_rows % n_voters`` one row longer (9 rows, 4 voters: 3, 2, 2, 2).
+
+    Examples
+    --------
+    >>> partition_sizes(9, 4)
+    (3, 2, 2, 2)
+    """
+    if n_rows < n_voters:
+        raise ValueError(
+            f"{n_rows} rows cannot make {n_voters} partition voters (one row block each): "
+            f"use n_voters <= {n_rows}, or strategy='full'.")
+    base, extra = divmod(int(n_rows), int(n_voters))
+    return tuple(base + (i < extra) for i in range(n_voters))
+
+
+def _check_partition_classes(y, sizes):
+    """Refuse, before any work, a row block with one class only (its voter cannot learn)."""
+    import numpy as np
+
+    y = np.asarray(y)
+    start = 0
+    for i, n in enumerate(sizes):
+        labels = np.unique(y[start:start + n])
+        if labels.size < 2:
+            raise ValueError(
+                f"Row block {i} (rows {start}..{start + n - 1}) holds one class only "
+                f"({labels[0].item()!r}): its partition voter cannot learn a classifier. Shuffle "
+                "the rows, use fewer voters (larger blocks), or strategy='full'.")
+        start += n
 
 
 def _checked_block(block, offsets, block_info=None):
