@@ -18,6 +18,7 @@ imports it (the base class registers its subclasses here).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib
 import io
@@ -87,6 +88,33 @@ def _dkrp_version() -> str:
     return __version__
 
 
+@functools.lru_cache(maxsize=1)
+def machine() -> dict:
+    """The running machine as a spec records it: numpy's BLAS and the kernel it runs
+    (e.g. ``"openblas Haswell"``) and the widest vector extension numpy dispatches to.
+
+    Draws never depend on them (the seed contract); a spec carries them so that a
+    checksum refused on another machine can say what differs.
+    """
+    blas = "unknown"
+    try:
+        from threadpoolctl import threadpool_info
+
+        for info in threadpool_info():
+            if info.get("user_api") == "blas" and "numpy" in info.get("filepath", ""):
+                blas = f"{info.get('internal_api')} {info.get('architecture')}"
+                break
+    except Exception:  # noqa: BLE001 - a description only; never fail a spec for it
+        pass
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # pragma: no cover - numpy < 2
+        features = {}
+    order = ("AVX512_SKX", "AVX512F", "AVX2", "AVX", "SSE42", "ASIMD", "NEON")
+    cpu = next((name for name in order if features.get(name)), "baseline")
+    return {"blas": blas, "cpu": cpu}
+
+
 def encode_array(a: np.ndarray) -> str:
     """An array as base64 ``.npy`` text (no pickle)."""
     buf = io.BytesIO()
@@ -125,7 +153,7 @@ def to_spec(est) -> dict:
         "fitted": _fitted(est),
         "arrays": None,
         "checksum": est.spec_checksum_,
-        "versions": {"dkrp": _dkrp_version(), "numpy": np.__version__},
+        "versions": {"dkrp": _dkrp_version(), "numpy": np.__version__, **machine()},
     }
     spec["params_checksum"] = params_checksum(spec)
     if est.data_dependent:
@@ -272,21 +300,27 @@ def rebuild(spec, *, verify=True):
     est.spec_checksum_ = checksum
     if verify and checksum != spec.get("checksum"):
         versions = spec.get("versions", {})
-        if versions.get("numpy") == np.__version__ and versions.get("dkrp") == _dkrp_version():
+        here = {"numpy": np.__version__, "dkrp": _dkrp_version(), **machine()}
+        mismatch = (f"The {name} rebuilt from this spec does not match its checksum (spec "
+                    f"{str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…)")
+        if versions.get("numpy") != here["numpy"] or versions.get("dkrp") != here["dkrp"]:
             raise SpecError(
-                f"The {name} rebuilt from this spec does not match its checksum "
-                f"(spec {str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…), with the "
-                f"same numpy ({np.__version__}) and dkrp ({_dkrp_version()}) that wrote it: "
-                "the spec was edited or corrupted. Restore it from where it came from (a "
-                "feature store keeps its spec: dkrp info --spec STORE) or refit."
-            )
+                f"{mismatch}. The spec was written with numpy {versions.get('numpy')} and "
+                f"dkrp {versions.get('dkrp')}; this process has numpy {here['numpy']} and "
+                f"dkrp {here['dkrp']}. Pin the same versions on every client and worker.")
+        other = [f"{key} {versions[key]!r} there, {here[key]!r} here"
+                 for key in ("blas", "cpu") if key in versions and versions[key] != here[key]]
+        if other:
+            raise SpecError(
+                f"{mismatch}, with the numpy and dkrp that wrote it, on another kind of "
+                f"machine ({'; '.join(other)}). A spec written before dkrp drew every "
+                "pool with the same bits everywhere (orthogonal or tight-frame pools, SRF "
+                "radii: no draw_version_ 2) rebuilds only where it was written: use it "
+                "there, or fit the map again (new fits draw the same bits on every machine).")
         raise SpecError(
-            f"The {name} rebuilt from this spec does not match its checksum "
-            f"(spec {str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…). The spec was "
-            f"written with numpy {versions.get('numpy')} and dkrp {versions.get('dkrp')}; this "
-            f"process has numpy {np.__version__} and dkrp {_dkrp_version()}. Pin the same "
-            "versions on every client and worker."
-        )
+            f"{mismatch}, with the same numpy ({here['numpy']}) and dkrp ({here['dkrp']}) "
+            "that wrote it: the spec was edited or corrupted. Restore it from where it "
+            "came from (a feature store keeps its spec: dkrp info --spec STORE) or refit.")
     if verify:  # last: the checks above say more where they apply
         _check_params_checksum(spec)
     return est

@@ -115,12 +115,33 @@ def test_pools_of_zero_rows():
     assert tight_frame_pool(0, 0, 5).shape == (0, 5)
 
 
-def test_tight_frame_is_the_iid_gaussian_pool_made_tight():
-    p, d = 40, 7
+@pytest.mark.parametrize(("p", "d"), [(40, 7), (5, 9)])
+def test_tight_frame_is_the_iid_gaussian_pool_made_tight(p, d):
     G = draw_rows(4, "pool", p, lambda rng, n: rng.standard_normal((n, d)))
-    w, V = np.linalg.eigh(G.T @ G / p)
-    np.testing.assert_allclose(tight_frame_pool(4, p, d), G @ (V / np.sqrt(w)) @ V.T,
+    # version 1: the symmetric (polar) factor by LAPACK's eigh
+    if p >= d:
+        w, V = np.linalg.eigh(G.T @ G / p)
+        polar = G @ (V / np.sqrt(w)) @ V.T
+    else:
+        w, V = np.linalg.eigh(G @ G.T)
+        polar = np.sqrt(d) * (V / np.sqrt(w)) @ V.T @ G
+    np.testing.assert_allclose(tight_frame_pool(4, p, d, version=1), polar,
                                rtol=1e-10, atol=1e-12)
+    # version 2: the QR factor with a positive diagonal, scaled (LAPACK's QR, sign-fixed)
+    R2 = tight_frame_pool(4, p, d, version=2)
+    q, r = np.linalg.qr(G if p >= d else G.T)
+    q = q * np.sign(np.diag(r))
+    expected = np.sqrt(p) * q if p >= d else np.sqrt(d) * q.T
+    np.testing.assert_allclose(R2, expected, rtol=1e-10, atol=1e-12)
+    gram = R2.T @ R2 if p >= d else R2 @ R2.T
+    np.testing.assert_allclose(gram, max(p, d) * np.eye(min(p, d)), atol=1e-10)
+
+
+def test_orthogonal_pool_versions_agree_up_to_rounding():
+    # both are the QR factor with a positive diagonal: Householder (LAPACK) and the
+    # compiled Gram-Schmidt differ only in the last bits
+    v1, v2 = orthogonal_pool(3, 20, 8, version=1), orthogonal_pool(3, 20, 8, version=2)
+    np.testing.assert_allclose(v2, v1, rtol=0, atol=1e-12)
 
 
 def test_structured_pool_refuses_padded_sizes_beyond_exact_arithmetic():

@@ -268,6 +268,15 @@ def _srf_from_the_golden_spec():
     return rebuild(GOLDEN_SRF_SPEC.read_text(), verify=False)
 
 
+def _draw_version_1(make):
+    """The map of a spec written before pool draw version 2 (no ``draw_version_``)."""
+    from dkrp._spec import rebuild
+
+    spec = make().fit_n_features(GOLDEN_N_FEATURES).to_spec()
+    del spec["fitted"]["draw_version_"]
+    return rebuild(spec, verify=False)
+
+
 GOLDEN_MAPS = {
     "krp": lambda: dkrp.PolynomialRandomProjection(n_components=300, n_hyperplanes=600,
                                                    n_terms=2, random_state=2018),
@@ -278,6 +287,8 @@ GOLDEN_MAPS = {
         n_components=300, n_hyperplanes=600, pool="orthogonal", random_state=2018),
     "krp-tight-frame": lambda: dkrp.PolynomialRandomProjection(
         n_components=300, n_hyperplanes=600, pool="tight_frame", random_state=2018),
+    "krp-tight-frame-v1": lambda: _draw_version_1(GOLDEN_MAPS["krp-tight-frame"]),
+    "krp-orthogonal-v1": lambda: _draw_version_1(GOLDEN_MAPS["krp-orthogonal"]),
     "krp-structured-balanced": lambda: dkrp.PolynomialRandomProjection(
         n_components=300, n_hyperplanes=600, pool="structured", index_design="balanced",
         random_state=2018),
@@ -324,6 +335,15 @@ GOLDEN = {
         ('features', 599): [-0.4451484150534634, 0.30705157347027684, 0.40823025398621066],
     },
     'krp-tight-frame': {
+        ('hyperplanes', 0): [0.2370212763090048, -1.3345287851503274, -0.8189240076551432],
+        ('hyperplanes', 256): [-0.05595969854530036, -0.2484733325502424, 0.5589292506213501],
+        ('indices', 0): [447.0, 237.0],
+        ('indices', 256): [216.0, 558.0],
+        ('features', 0): [0.16402700037099807, 0.038077540417082716, -0.257884763998832],
+        ('features', 599): [-0.018453718197410356, -0.5282365366197387, -0.3545409214880745],
+    },
+    # (draw version 1: LAPACK's eigh, the values pinned before version 2)
+    'krp-tight-frame-v1': {
         ('hyperplanes', 0): [0.2720408617180995, -1.3489094987508916, -0.741451081029702],
         ('hyperplanes', 256): [-0.1420650520698771, -0.2871891799156902, 0.536226517114308],
         ('indices', 0): [447.0, 237.0],
@@ -423,6 +443,10 @@ GOLDEN = {
 }
 
 
+# draw version 2 of the orthogonal pool is version 1's QR factor up to rounding
+GOLDEN["krp-orthogonal-v1"] = GOLDEN["krp-orthogonal"]
+
+
 def _golden_input():
     # Not drawn from numpy's generators: the input must not move if they do.
     n = 600 * GOLDEN_N_FEATURES
@@ -461,3 +485,51 @@ def test_seed_stream_is_pinned_by_golden_values(name):
         # their spec checksum guards); features go through a GEMM, hence the tolerance.
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12,
                                    err_msg=f"{key}[{row}]: {bump}")
+
+
+#: The SHA-256 of the state of draw version 2 (issue 28, part 2): the frame pools by the
+#: compiled Gram–Schmidt, SRF's radii by the C library's exp/log and a sum in order. Bytes,
+#: not values to a tolerance: these draws have no BLAS, LAPACK or CPU-dispatched numpy
+#: math, and gave these same checksums under OpenBLAS's Haswell, Sandybridge and Prescott
+#: kernels (OPENBLAS_CORETYPE, one command each) on the AMD EPYC that wrote them.
+PORTABLE_CHECKSUMS = {
+    "krp-orthogonal": "b055d3779e1c0422cb1cd3d854e8d5ac3dd81f8a3ddb662779933d391c4c5f85",
+    "krp-tight-frame": "6309273518c5678b301e1eb2ea7a9f8ff9cf8e13c61793c40ad0ffcb12e82c04",
+    "rff-orthogonal": "310026a653f1d3ae888163f5822bf33d79f84fc743d63f594f86d04162007771",
+    "srf": "7e875ad3bd74ef579614d3f239845c98199a6c0fc43aaf2845329817a004c1b9",
+    "krp-tight-frame-p<d": "2ac03f214f4cfca75baec7264fb86fdacd7f1c5cef729bfa41bd4db61dfa1ab2",
+}
+
+
+def _portable(name):
+    from dkrp._spec import rebuild
+
+    if name == "srf":  # the golden spec's surrogate (a fit is the machine's), radii v2
+        spec = json.loads(GOLDEN_SRF_SPEC.read_text())
+        spec["fitted"]["draw_version_"] = 2
+        return rebuild(spec, verify=False)
+    if name == "krp-tight-frame-p<d":
+        return dkrp.PolynomialRandomProjection(n_components=10, n_hyperplanes=12,
+                                               pool="tight_frame", random_state=2018)
+    return GOLDEN_MAPS[name]()
+
+
+@pytest.mark.parametrize("name", sorted(PORTABLE_CHECKSUMS))
+def test_draw_version_2_is_the_same_bytes_on_every_machine(name):
+    est = _portable(name)
+    if not hasattr(est, "spec_checksum_"):
+        est.fit_n_features(GOLDEN_N_FEATURES)
+    assert est.draw_version_ == 2
+    assert est.spec_checksum_ == PORTABLE_CHECKSUMS[name]
+
+
+def test_new_fits_record_their_draw_version_and_old_specs_keep_version_1():
+    for pool, version in [("iid", 1), ("structured", 1), ("orthogonal", 2),
+                          ("tight_frame", 2)]:
+        est = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=40, pool=pool,
+                                              random_state=0).fit_n_features(5)
+        assert est.to_spec()["fitted"]["draw_version_"] == version
+    old = json.loads((Path(__file__).parent / "fixtures" / "v0_1_0" / "krp.spec.json")
+                     .read_text())
+    assert "draw_version_" not in old["fitted"]
+    assert dkrp.from_spec(old).draw_version_ == 1

@@ -119,3 +119,24 @@ def test_a_spec_without_params_checksum_loads_as_before(X):
     spec = dkrp.RandomFourierFeatures(n_components=8, random_state=0).fit(X).to_spec()
     del spec["params_checksum"]
     assert dkrp.from_spec(spec).to_spec()["checksum"] == spec["checksum"]
+
+
+def test_a_checksum_refused_on_another_kind_of_machine_says_so():
+    """Issue 28 (2): a spec of draw version 1 (LAPACK's tight frame) from a machine with
+    another BLAS kernel was refused as "edited or corrupted"."""
+    from dkrp._spec import machine
+
+    spec = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=30, pool="tight_frame",
+                                           random_state=0).fit_n_features(6).to_spec()
+    del spec["fitted"]["draw_version_"], spec["params_checksum"]  # as written before
+    spec["checksum"] = "0" * 64  # what LAPACK computed there
+    there = "openblas Haswell" if machine()["blas"] == "openblas SkylakeX" else "openblas SkylakeX"
+    spec["versions"] = {**spec["versions"], "blas": there}
+    with pytest.raises(SpecError) as info:
+        dkrp.from_spec(spec)
+    message = str(info.value)
+    assert f"blas {there!r} there, {machine()['blas']!r} here" in message
+    assert "fit the map again" in message and "edited" not in message
+    spec["versions"] = {**spec["versions"], **machine()}  # the same machine: edited
+    with pytest.raises(SpecError, match="edited or corrupted"):
+        dkrp.from_spec(spec)

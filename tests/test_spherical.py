@@ -409,3 +409,25 @@ def test_extra_fit_steps_are_the_same_in_two_processes(d, degree, scale, version
     assert fit.restarts > before.restarts  # the version's own step ran
     assert digests[0] == f"{fit.restarts} " + hashlib.sha256(
         np.asarray(fit.sigma + fit.coef).tobytes()).hexdigest()
+
+
+def test_a_spec_written_on_another_machine_rebuilds_here_with_its_surrogate(monkeypatch):
+    """Issue 28 (2): a fit has BLAS in its loop, so another machine may fit another
+    surrogate; the spec carries it, and its radii (draw version 2) are the same bits on
+    every machine, so the spec's checksum verifies here (tests/fixtures/golden)."""
+    import json
+    from pathlib import Path
+
+    spec = json.loads((Path(__file__).parent / "fixtures" / "golden" /
+                       "srf_elsewhere.spec.json").read_text())
+
+    def no_refit(*args, **kwargs):
+        raise AssertionError("a rebuilt SRF must take its surrogate from the spec")
+
+    monkeypatch.setattr(_srf_fit, "fit_surrogate", no_refit)
+    est = dkrp.from_spec(spec)  # verifies the checksum
+    assert est.draw_version_ == 2
+    assert est.surrogate_["sigma"][0] == spec["fitted"]["surrogate_"]["sigma"][0]
+    here = dkrp.SphericalRandomFeatures(degree=3, scale=4.0, n_components=600,
+                                        random_state=2018)
+    assert est.get_params() == here.get_params()  # same parameters, another surrogate

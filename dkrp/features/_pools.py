@@ -28,12 +28,13 @@ Pools (each row has :math:`E[r r^T] = I_d`, so the maps keep their scale):
     input coordinates). Applied by GEMM on the materialised pool or by the
     compiled FWHT of :mod:`dkrp.features._fwht`, chosen by :func:`use_fwht`.
 
-Reproducibility. ``"iid"`` and ``"structured"`` are bit-for-bit functions of the
-seed on every machine (the structured pool's materialisation is exact integer
-arithmetic). ``"orthogonal"`` and ``"tight_frame"`` call LAPACK (QR, ``eigh``),
-whose last bits may differ between BLAS builds and CPU kernels; they run with one
-BLAS thread, and the spec's checksum of the pool is verified whenever a spec is
-rebuilt: a process that would compute other bits refuses with
+Reproducibility. Every pool is a bit-for-bit function of the seed on every machine
+(the structured pool's materialisation is exact integer arithmetic; the frame pools
+orthonormalise with the compiled Gram–Schmidt of :mod:`dkrp.features._orthonormal`).
+Pool draw version 1 (specs written before :data:`DRAW_VERSION` 2) built
+``"orthogonal"`` and ``"tight_frame"`` with LAPACK (QR, ``eigh``), whose last bits
+follow the BLAS kernel the CPU selects; such specs keep rebuilding version 1, on the
+kind of machine that wrote them, and the spec's checksum refuses other bits with
 :class:`dkrp.SpecError` instead of producing other features.
 
 Bias. Rows of the non-i.i.d. pools are dependent (they sum to a frame), so KRP is
@@ -51,10 +52,14 @@ from .._choices import FOURIER_POOLS, INDEX_DESIGNS, POOLS
 from .._random import block_generator, draw_rows
 from .._threading import _blas_one_thread
 from ._fwht import sorf_project
+from ._orthonormal import orthonormal_rows
 
 __all__ = [
     "POOLS",
     "FOURIER_POOLS",
+    "DRAW_VERSION",
+    "draw_version",
+    "set_draw_version",
     "INDEX_DESIGNS",
     "FWHT_COST_RATIO",
     "padded_size",
@@ -80,6 +85,28 @@ __all__ = [
 FWHT_COST_RATIO = 16.0
 
 
+#: The pool draw procedure of new fits (a spec records it as ``draw_version_``): 2 for
+#: the frame pools' compiled Gram–Schmidt; 1, LAPACK's QR and ``eigh``, is what specs
+#: without the value imply. The i.i.d. and structured pools have one procedure (1).
+DRAW_VERSION = 2
+
+
+def draw_version(pool: str) -> int:
+    """The newest draw version of ``pool``: :data:`DRAW_VERSION` for the frame pools
+    (``"orthogonal"``, ``"tight_frame"``), 1 for the others (never changed)."""
+    return DRAW_VERSION if pool in ("orthogonal", "tight_frame") else 1
+
+
+def set_draw_version(est):
+    """Set ``est.draw_version_``: a spec's value on rebuild (1 for specs without it, the
+    class's ``legacy_fitted_values``), else the newest of ``est.pool``."""
+    if not hasattr(est, "draw_version_"):
+        est.draw_version_ = draw_version(est.pool)
+    if est.draw_version_ not in (1, DRAW_VERSION):
+        raise ValueError(f"draw_version_ must be 1 or {DRAW_VERSION}, got "
+                         f"{est.draw_version_!r}.")
+
+
 def padded_size(n_features: int) -> int:
     """Power of two :math:`D \\ge d` the structured pool works in."""
     return 1 << max(0, int(n_features) - 1).bit_length()
@@ -93,13 +120,16 @@ def _gaussian(n_features):
 
 
 # -- orthogonal ---------------------------------------------------------------
-def orthogonal_pool(seed: int, n_rows: int, n_features: int) -> np.ndarray:
+def orthogonal_pool(seed: int, n_rows: int, n_features: int, version: int = DRAW_VERSION
+                    ) -> np.ndarray:
     """Blocks of ``n_features`` orthogonal Gaussian directions with chi norms.
 
     Block ``b`` (rows ``[b*d, (b+1)*d)``) uses only ``block_generator(seed,
     "pool-orthogonal", b)`` and ``(seed, "pool-orthogonal-norms", b)``; the last
     block may be partial (its first ``m`` rows are orthonormal directions of an
-    ``m``-column QR, still Haar on the Stiefel manifold).
+    ``m``-column QR, still Haar on the Stiefel manifold). ``version`` 2 orthonormalises
+    with :func:`~dkrp.features._orthonormal.orthonormal_rows` (the same bits on every
+    machine), 1 with LAPACK's QR and the sign fix (bits of the machine's BLAS kernel).
 
     Examples
     --------
@@ -115,10 +145,13 @@ def orthogonal_pool(seed: int, n_rows: int, n_features: int) -> np.ndarray:
             m = min(d, n_rows - start)
             # The first m rows of a d×d draw, transposed: a d×m Gaussian matrix.
             g = block_generator(seed, "pool-orthogonal", b).standard_normal((m, d)).T
-            q, r = np.linalg.qr(g)  # reduced: q is d×m with orthonormal columns
-            signs = np.sign(np.diag(r))
-            signs[signs == 0] = 1.0
-            q = q * signs  # sign fix by diag(R): makes Q Haar distributed
+            if version >= 2:  # the QR factor with positive diag(R): Haar distributed
+                q = orthonormal_rows(g.T).T
+            else:
+                q, r = np.linalg.qr(g)  # reduced: q is d×m with orthonormal columns
+                signs = np.sign(np.diag(r))
+                signs[signs == 0] = 1.0
+                q = q * signs  # sign fix by diag(R): makes Q Haar distributed
             norms = np.sqrt(block_generator(seed, "pool-orthogonal-norms", b).chisquare(d, m))
             blocks.append(q.T * norms[:, None])
     if not blocks:
@@ -127,13 +160,24 @@ def orthogonal_pool(seed: int, n_rows: int, n_features: int) -> np.ndarray:
 
 
 # -- tight frame --------------------------------------------------------------
-def tight_frame_pool(seed: int, n_rows: int, n_features: int, stream: str = "pool") -> np.ndarray:
-    r"""The i.i.d. Gaussian pool of ``stream`` rescaled to a tight frame.
+def tight_frame_pool(seed: int, n_rows: int, n_features: int, stream: str = "pool",
+                     version: int = DRAW_VERSION) -> np.ndarray:
+    r"""The i.i.d. Gaussian pool :math:`G` of ``stream`` made a tight frame.
 
-    :math:`R = G\,(G^T G / p)^{-1/2}` so :math:`R^T R = p I_d` when
-    :math:`p \ge d`; when :math:`p < d`, :math:`R = \sqrt{d}\,(G G^T)^{-1/2} G`
-    (orthogonal rows of norm :math:`\sqrt d`). The inverse square root comes from
-    ``numpy.linalg.eigh`` (LAPACK) run with one BLAS thread.
+    Version 2: :math:`R = \sqrt{p}\,Q` with :math:`G = QT` the QR decomposition
+    (:math:`T` upper triangular with a positive diagonal), so :math:`R^T R = p I_d`
+    when :math:`p \ge d`; when :math:`p < d`, :math:`R = \sqrt{d}\,L^{-1} G` from
+    :math:`G = LQ` (orthogonal rows of norm :math:`\sqrt d`). Computed by the compiled
+    Gram–Schmidt (:mod:`dkrp.features._orthonormal`): the same bits on every machine.
+
+    Version 1 (specs written before version 2): :math:`R = G\,(G^T G / p)^{-1/2}`
+    (:math:`R = \sqrt{d}\,(G G^T)^{-1/2} G` for :math:`p < d`), the inverse square
+    root from ``numpy.linalg.eigh`` (LAPACK, one BLAS thread).
+
+    Both are the orthonormal factor of a Gaussian matrix times a constant, and both
+    factors are equivariant (:math:`G \mapsto OG` maps the factor to :math:`O` times
+    it for any orthogonal :math:`O`), so both are Haar distributed on the Stiefel
+    manifold: the same distribution of pools, other draws.
 
     Examples
     --------
@@ -145,6 +189,10 @@ def tight_frame_pool(seed: int, n_rows: int, n_features: int, stream: str = "poo
     G = draw_rows(seed, stream, p, _gaussian(d))
     if p == 0:
         return G
+    if version >= 2:
+        if p >= d:
+            return np.ascontiguousarray(math.sqrt(p) * orthonormal_rows(G.T).T)
+        return math.sqrt(d) * orthonormal_rows(G)
     with _blas_one_thread():
         if p >= d:
             w, V = np.linalg.eigh(G.T @ G / p)

@@ -122,13 +122,31 @@ def _sigma_bounds(degree, scale):
     return sigma0 * SIGMA_RANGE[0], sigma0 * SIGMA_RANGE[1]
 
 
-def radial_grid(d, degree, scale, *, refine=1):
+def libm_exp(x) -> np.ndarray:
+    """``exp`` of each value by the C library's scalar ``exp`` (``math.exp``).
+
+    numpy dispatches float64 ``exp``/``log`` by CPU (its own AVX-512 kernels, the C
+    library's elsewhere), whose last bits differ; the sampler of a spec's radii must
+    not. The C library's is the same function on every x86-64 machine of one image.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter(map(math.exp, x.ravel()), np.float64, count=x.size).reshape(x.shape)
+
+
+def libm_log(x) -> np.ndarray:
+    """``log`` of each value by the C library's scalar ``log`` (see :func:`libm_exp`)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter(map(math.log, x.ravel()), np.float64, count=x.size).reshape(x.shape)
+
+
+def radial_grid(d, degree, scale, *, refine=1, portable=False):
     """Nodes ``r`` (uniform in ``log r``) and trapezoid weights for integrals over ``r``.
 
     The grid covers every component allowed by the sigma bounds up to a tail mass of
     ``TAIL`` on each side, with a log step of ``1/(4 sqrt(2d))`` (a quarter of the
     log-width of a chi_d radius) or finer where :math:`\\Omega_d(rz)` still oscillates
     with non-negligible amplitude (small ``d``). ``refine`` divides the step.
+    ``portable``: the same bits on every machine (:func:`libm_exp`), for the sampler.
     """
     lo, hi = _sigma_bounds(degree, scale)
     x_lo = math.sqrt(2.0 * sc.gammaincinv(d / 2.0, TAIL))
@@ -143,25 +161,39 @@ def radial_grid(d, degree, scale, *, refine=1):
     n = int(math.ceil((log_hi - log_lo) / step * refine)) + 1
     n = min(max(n, 257), 8001 * refine)
     log_r = np.linspace(log_lo, log_hi, n)
-    r = np.exp(log_r)
+    r = libm_exp(log_r) if portable else np.exp(log_r)
     w = r * (log_r[1] - log_r[0])
     w[0] *= 0.5
     w[-1] *= 0.5
     return r, w
 
 
-def _log_chi_pdfs(r, sigma, d):
+def _log_chi_pdfs(r, sigma, d, portable=False):
     """log density at ``r`` of ``sqrt(2) sigma_i chi_d`` (one row per sigma_i)."""
+    log = libm_log if portable else np.log
     s = np.sqrt(2.0) * np.asarray(sigma)[:, None]
     const = (d / 2.0 - 1.0) * math.log(2.0) + sc.gammaln(d / 2.0)
     x = r[None, :] / s
-    return (d - 1.0) * np.log(x) - 0.5 * x * x - const - np.log(s)
+    return (d - 1.0) * log(x) - 0.5 * x * x - const - log(s)
 
 
-def radial_density(r, sigma, coef, d):
-    r"""Clipped radial density :math:`q(r) = \max(0, \sum_i c_i f_i(r))` at ``r``."""
-    f = np.exp(_log_chi_pdfs(np.asarray(r, dtype=np.float64), sigma, d))
-    return np.maximum(np.asarray(coef) @ f, 0.0)
+def radial_density(r, sigma, coef, d, *, portable=False):
+    r"""Clipped radial density :math:`q(r) = \max(0, \sum_i c_i f_i(r))` at ``r``.
+
+    ``portable``: the same bits on every machine, for the sampler of a spec's radii
+    (:func:`libm_exp`, and the sum over components in order instead of a BLAS GEMV,
+    whose rounding follows the CPU's kernel).
+    """
+    r = np.asarray(r, dtype=np.float64)
+    if not portable:
+        f = np.exp(_log_chi_pdfs(r, sigma, d))
+        return np.maximum(np.asarray(coef) @ f, 0.0)
+    f = libm_exp(_log_chi_pdfs(r, sigma, d, portable=True))
+    coef = np.asarray(coef, dtype=np.float64)
+    q = coef[0] * f[0]
+    for c, row in zip(coef[1:], f[1:], strict=True):
+        q = q + c * row
+    return np.maximum(q, 0.0)
 
 
 def surrogate_kernel(z, sigma, coef, d, degree, scale, *, refine=4):

@@ -25,6 +25,7 @@ from ._pools import (
     matmul_transposed,
     orthogonal_pool,
     padded_size,
+    set_draw_version,
     structured_pool,
     structured_project,
     structured_signs,
@@ -144,8 +145,8 @@ class RandomFourierFeatures(BaseProjector):
     True
     """
 
-    fitted_values = ("gamma_", "cosine_")
-    legacy_fitted_values = {"cosine_": "numpy"}
+    fitted_values = ("gamma_", "cosine_", "draw_version_")
+    legacy_fitted_values = {"cosine_": "numpy", "draw_version_": 1}
 
     def __init__(
         self,
@@ -210,6 +211,7 @@ class RandomFourierFeatures(BaseProjector):
         if not hasattr(self, "gamma_"):  # set by a spec's fitted values on rebuild
             self.gamma_ = self._resolve_gamma(X)
         set_cosine(self)
+        set_draw_version(self)
         gamma = self.gamma_
         if self.kernel == "gaussian":
             scale = math.sqrt(2.0 * gamma)
@@ -227,7 +229,7 @@ class RandomFourierFeatures(BaseProjector):
         if self.pool == "iid":
             self.random_weights_ = draw_rows(self.seed_, "frequencies", m, sample)
         elif self.pool == "orthogonal":
-            pool = orthogonal_pool(self.seed_, m, n_features)
+            pool = orthogonal_pool(self.seed_, m, n_features, version=self.draw_version_)
             self.random_weights_ = math.sqrt(2.0 * gamma) * pool
         else:
             self.pool_signs_ = structured_signs(self.seed_, m, n_features)

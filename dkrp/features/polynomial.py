@@ -30,6 +30,7 @@ from ._pools import (
     balanced_indices,
     orthogonal_pool,
     padded_size,
+    set_draw_version,
     structured_pool,
     structured_project,
     structured_signs,
@@ -152,13 +153,14 @@ class PolynomialRandomProjection(BaseProjector):
     it is :math:`O(g^2/p)`. The ``"iid"`` pool is exactly unbiased with either
     index design.
 
-    *Specs.* ``"iid"`` and ``"structured"`` pools are regenerated bit for bit from
-    the seed on any machine (the structured pool's materialisation is exact
-    integer arithmetic; its GEMM-or-FWHT choice depends only on :math:`(d, p)`).
-    ``"orthogonal"`` and ``"tight_frame"`` call LAPACK (QR, ``eigh``, one BLAS
-    thread): the spec's checksum covers the computed pool, and
-    :func:`dkrp.from_spec` refuses with :class:`dkrp.SpecError` a process whose
-    LAPACK computes other bits, instead of silently producing other features.
+    *Specs.* Every pool is regenerated bit for bit from the seed on any machine (the
+    structured pool's materialisation is exact integer arithmetic, its GEMM-or-FWHT
+    choice depends only on :math:`(d, p)`; the frame pools orthonormalise with a
+    compiled Gram–Schmidt, ``draw_version_ = 2``). Specs written before recorded no
+    ``draw_version_``: their ``"orthogonal"`` and ``"tight_frame"`` pools are LAPACK's
+    (version 1) and rebuild on the kind of machine that wrote them; elsewhere
+    :func:`dkrp.from_spec` refuses them with :class:`dkrp.SpecError` naming the BLAS
+    kernel, instead of silently producing other features.
 
     References
     ----------
@@ -186,6 +188,11 @@ class PolynomialRandomProjection(BaseProjector):
     >>> bool(np.allclose(S.T @ S, 32 * np.eye(8)))
     True
     """
+
+    #: the pool's draw procedure (dkrp.features._pools.DRAW_VERSION); specs written
+    #: before it was recorded drew the frame pools with LAPACK (version 1)
+    fitted_values = ("draw_version_",)
+    legacy_fitted_values = {"draw_version_": 1}
 
     def __init__(
         self,
@@ -237,15 +244,18 @@ class PolynomialRandomProjection(BaseProjector):
         self.density_ = resolve_density(self.density, n_features, self.distribution)
 
     def _fit_state(self, X, n_features):
+        set_draw_version(self)
         p = self.n_hyperplanes
         self.uses_fwht_ = False
         if self.pool == "iid":
             sampler = hyperplane_sampler(self.distribution, n_features, self.density_)
             self.hyperplanes_ = draw_rows(self.seed_, "pool", p, sampler)
         elif self.pool == "orthogonal":
-            self.hyperplanes_ = orthogonal_pool(self.seed_, p, n_features)
+            self.hyperplanes_ = orthogonal_pool(self.seed_, p, n_features,
+                                                version=self.draw_version_)
         elif self.pool == "tight_frame":
-            self.hyperplanes_ = tight_frame_pool(self.seed_, p, n_features)
+            self.hyperplanes_ = tight_frame_pool(self.seed_, p, n_features,
+                                                 version=self.draw_version_)
         else:
             self.pool_signs_ = structured_signs(self.seed_, p, n_features)
             self.uses_fwht_ = use_fwht(n_features, p)

@@ -28,6 +28,10 @@ from .fourier import FEATURE_MAPS, cosine_features, draw_phases, set_cosine
 
 __all__ = ["SphericalRandomFeatures"]
 
+#: The radius draw of new fits (``draw_version_``): 2 computes the sampler's grid,
+#: density and radii with the same bits on every machine (see ``legacy_fitted_values``).
+DRAW_VERSION = 2
+
 #: Refinement of the radial grid used for inverse-CDF sampling (and for
 #: :meth:`SphericalRandomFeatures.surrogate_kernel`).
 SAMPLER_REFINE = 4
@@ -135,8 +139,11 @@ class SphericalRandomFeatures(BaseProjector):
     True
     """
 
-    fitted_values = ("surrogate_", "cosine_")
-    legacy_fitted_values = {"cosine_": "numpy"}
+    fitted_values = ("surrogate_", "cosine_", "draw_version_")
+    #: draw_version_ 2 samples the radii with the same bits on every machine (the C
+    #: library's exp/log, a sum in order); 1, numpy's CPU-dispatched exp/log and a BLAS
+    #: GEMV, is what specs without the value imply
+    legacy_fitted_values = {"cosine_": "numpy", "draw_version_": 1}
 
     def __init__(self, *, degree=3, scale=4.0, n_components=100, n_terms=10, feature_map="cos",
                  random_state=None):
@@ -178,22 +185,26 @@ class SphericalRandomFeatures(BaseProjector):
             self.surrogate_ = {**key, "sigma": list(fit.sigma), "coef": list(fit.coef),
                                "mass": fit.mass, "max_error": fit.max_error,
                                "objective": fit.objective, "fit_version": fit.version}
+        if not hasattr(self, "draw_version_"):  # a spec's value on rebuild
+            self.draw_version_ = DRAW_VERSION
+        portable = self.draw_version_ >= 2
+        exp, log = (_srf_fit.libm_exp, _srf_fit.libm_log) if portable else (np.exp, np.log)
         sigma = np.asarray(self.surrogate_["sigma"], dtype=np.float64)
         coef = np.asarray(self.surrogate_["coef"], dtype=np.float64)
         r, w = _srf_fit.radial_grid(n_features, key["degree"], key["scale"],
-                                    refine=SAMPLER_REFINE)
-        q = _srf_fit.radial_density(r, sigma, coef, n_features)
+                                    refine=SAMPLER_REFINE, portable=portable)
+        q = _srf_fit.radial_density(r, sigma, coef, n_features, portable=portable)
         mass_cells = 0.5 * (q[1:] * r[1:] + q[:-1] * r[:-1])  # trapezoid in log r
         cdf = np.concatenate([[0.0], np.cumsum(mass_cells)])
-        self.mass_ = float(cdf[-1] * (np.log(r[1]) - np.log(r[0])))
+        log_r = log(r)
+        self.mass_ = float(cdf[-1] * (log_r[1] - log_r[0]))
         cdf /= cdf[-1]
-        log_r = np.log(r)
 
         def sample(rng, n):
             g = rng.standard_normal((n, n_features))
             u = rng.random(n)
             norms = np.linalg.norm(g, axis=1)
-            radius = np.exp(np.interp(u, cdf, log_r))
+            radius = exp(np.interp(u, cdf, log_r))
             return g * (radius / norms)[:, None]
 
         m = self._n_frequencies
