@@ -140,3 +140,11 @@ def test_a_checksum_refused_on_another_kind_of_machine_says_so():
     spec["versions"] = {**spec["versions"], **machine()}  # the same machine: edited
     with pytest.raises(SpecError, match="edited or corrupted"):
         dkrp.from_spec(spec)
+
+
+def test_an_edited_fitted_value_that_the_state_checksum_misses_is_refused(X):
+    # the cosine version changes float32 features' last bits, not the hyperplanes
+    spec = dkrp.RandomFourierFeatures(n_components=8, random_state=0).fit(X).to_spec()
+    assert spec["fitted"]["cosine_"] == "dkrp2"
+    with pytest.raises(SpecError, match="disagrees with itself.*params_checksum"):
+        dkrp.from_spec(_edited(spec, ("fitted", "cosine_"), "dkrp"))
