@@ -655,6 +655,64 @@ def test_partition_refuses_before_any_work_what_cannot_train():
                                       random_state=0).fit(X, y)
     Xd, yd = da.from_array(X, chunks=(3, 3)), da.from_array(np.arange(9) % 2, chunks=3)
     with pytest.raises(ValueError, match=r"3 row blocks for 4 voters.*Set n_voters to the "
-                                         r"number of row blocks \(3\)"):
+                                         r"number of row blocks \(3\), or rechunk X \(and "
+                                         r"y\) to 4 row blocks\.$"):
         RandomFeatureVotingClassifier(n_voters=4, strategy="partition",
+                                      random_state=0).fit(Xd, yd)
+
+
+# -- the partition strategy's tasks (mutation run of ensemble/training.py) -----------------
+
+
+def test_partition_tasks_are_named_by_their_block_and_data():
+    # keys name the voter tasks in errors and on the dashboard, and two fits of other
+    # data on one client must never share a key (dask would hand back the other's voter)
+    from dkrp.ensemble.training import _blockwise_class
+
+    rng = np.random.default_rng(0)
+    voters = [(dkrp.RandomFourierFeatures(n_components=4, random_state=i), None)
+              for i in range(3)]
+
+    def keys(X):
+        Xd, yd = da.from_array(X, chunks=(4, 3)), da.from_array(np.arange(12) % 2, chunks=4)
+        tasks = _blockwise_class()(voters=voters).fit_tasks(Xd, yd)
+        return [t.key for t in tasks]
+
+    X = rng.standard_normal((12, 3))
+    first = keys(X)
+    assert all(str(k).startswith("dkrp-voter-") for k in first) and len(set(first)) == 3
+    assert keys(X) == first  # deterministic
+    assert not set(keys(X + 1.0)) & set(first)  # other data, other keys
+
+
+def test_partition_voter_names_the_global_row_of_a_bad_value():
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    X[27, 1] = np.nan  # block 2 of 4 (rows 20..29)
+    y = np.arange(40) % 2
+    Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10)
+    with pytest.raises(PartitionInputError, match=r"partition 2, local row 7, global row 27"):
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
+                                      random_state=0).fit(Xd, yd)
+
+
+def test_partition_refuses_x_and_y_in_other_blocks():
+    from dkrp.ensemble.training import _blockwise_class
+
+    Xd = da.from_array(np.zeros((12, 3)), chunks=(4, 3))
+    yd = da.from_array(np.arange(12) % 2, chunks=6)
+    with pytest.raises(ValueError, match=r"^The number of blocks in X and y must match\. "
+                                         r"3 != 2$"):
+        _blockwise_class()(voters=[None] * 3).fit_tasks(Xd, yd)
+
+
+def test_partition_voter_of_one_class_names_its_rows():
+    # dask input is not split by dkrp, so a one-class block is found by its voter, which
+    # names the block's global rows
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    y = np.arange(40) % 2
+    y[20:30] = 1  # block 2 of 4
+    Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10)
+    with pytest.raises(ValueError, match=r"Voter 2 was given one class only .* in partition 2 "
+                                         r"\(rows 20\.\.29\)"):
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
                                       random_state=0).fit(Xd, yd)
