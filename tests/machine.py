@@ -20,16 +20,11 @@ MACHINE_FILE = "MACHINE.json"
 
 
 def blas_kernel() -> str:
-    """numpy's BLAS and the kernel it runs here, e.g. ``"openblas Haswell"``."""
-    from threadpoolctl import threadpool_info
+    """numpy's BLAS and the kernel it runs here, e.g. ``"openblas Haswell"`` (what a spec
+    records in ``versions["blas"]``)."""
+    from dkrp._spec import machine
 
-    for info in threadpool_info():
-        if info.get("user_api") == "blas" and "numpy" in info.get("filepath", ""):
-            return f"{info.get('internal_api')} {info.get('architecture')}"
-    for info in threadpool_info():
-        if info.get("user_api") == "blas":
-            return f"{info.get('internal_api')} {info.get('architecture')}"
-    return "unknown"
+    return machine()["blas"]
 
 
 def written_on(folder: Path) -> str:
