@@ -287,6 +287,23 @@ def test_task_failing_once_with_oserror_is_retried_or_named(clean_store, fault_c
     assert not _is_complete(out) and not _done_mask(out)[part]
 
 
+def test_a_failed_run_raises_only_once_its_running_writes_are_over(fault_cluster, tmp_path):
+    # partition 0 fails at once while partitions 1-3 sleep in their tasks (4 threads):
+    # cancelling cannot stop a running task, so each goes on to write and mark its chunk.
+    # The run must wait for them before raising: the markers its caller reads (and
+    # `dkrp info` prints) are then final, and a rerun's "N already done" is known
+    from dkrp.feature_store import PartitionError
+
+    X = da.from_array(_data()[:4 * CHUNK], chunks=(CHUNK, N_FEATURES))
+    out = tmp_path / "features.zarr"
+    faulty = _faulty(fault="oserror", trigger=_trigger(0), times=0, delay=1.5,
+                     state_dir=str(tmp_path / "faults"))
+    with pytest.raises(PartitionError, match="^Partition 0 "):
+        write_features(X, faulty, out, client=fault_cluster, progress=False, retries=0)
+    assert _done_mask(out).tolist() == [False, True, True, True]
+    assert not _is_complete(out)
+
+
 def test_hung_worker_is_replaced_and_output_identical(clean_store, fault_cluster, tmp_path):
     # R4: the task of partition 30 SIGSTOPs its worker; after worker-ttl (5 s) the
     # scheduler has the nanny replace it and the job completes on the live workers

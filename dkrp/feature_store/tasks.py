@@ -12,6 +12,7 @@ into a :class:`~dkrp.errors.PartitionError` naming it, and progress reporting.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from pathlib import Path
 
@@ -276,9 +277,52 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
             # (its chunk rewritten) after a worker's death, for as long as a traceback
             # keeps these futures
             client.cancel([f for f, _ in pending.values()])
+            if pending and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                # a cancelled task already running on a worker goes on to write and mark
+                # its chunk: wait for those, so that the store the caller sees (done
+                # markers, `dkrp info`) no longer changes once this run has raised.
+                # Not on Ctrl-C: the user asked to stop now, and a rerun resumes anyway
+                _settle(client, f"dkrp-write-{token}-", SETTLE_SECONDS)
     finally:
         if bar is not None:
             bar.close()
+
+
+#: How long a failed run waits for its cancelled, still-running writes to finish.
+SETTLE_SECONDS = 60.0
+
+
+def _settle(client, prefix: str, timeout: float) -> None:
+    """Wait until no worker runs a task whose key starts with ``prefix``.
+
+    Cancelling a future does not stop a task a worker is already running (dask cannot
+    interrupt a thread); the task finishes, and here writes its chunk and its done
+    marker. A run that raises first would leave a store still changing under its
+    caller. Gives up after ``timeout`` seconds (a hung write), logging the keys.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    running = []
+    while True:
+        try:
+            running = [k for keys in client.run(_running_keys, prefix).values() for k in keys]
+        except Exception as exc:  # noqa: BLE001 - e.g. a worker gone: nothing to wait for there
+            logger.info("could not ask the workers what they still run: %r", exc)
+            return
+        if not running or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if running:
+        logger.warning("%d cancelled chunk writes still running after %.0f s: %s",
+                       len(running), timeout, ", ".join(sorted(running)[:5]))
+
+
+def _running_keys(prefix: str, dask_worker=None) -> list[str]:
+    """Keys starting with ``prefix`` that this worker is running (cancelled ones too)."""
+    # all_running_tasks holds executing and long-running tasks, cancelled or not
+    return [str(ts.key) for ts in dask_worker.state.all_running_tasks
+            if str(ts.key).startswith(prefix)]
 
 
 def _attempts(exc, retries, client) -> int:

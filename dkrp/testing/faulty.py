@@ -59,6 +59,9 @@ class FaultyProjection(PolynomialRandomProjection):
         ``wait_done`` of its chunks are marked done, so the fault hits at a
         data-driven point of the run.
     wait_done : int, default=0
+    delay : float, default=0.0
+        Seconds every other block (not the chosen one) sleeps before it is
+        transformed: a task still running when the chosen one fails.
     **params
         Those of :class:`~dkrp.PolynomialRandomProjection`.
     """
@@ -81,6 +84,7 @@ class FaultyProjection(PolynomialRandomProjection):
         state_dir=None,
         wait_store=None,
         wait_done=0,
+        delay=0.0,
     ):
         super().__init__(
             degree=degree, n_components=n_components, n_hyperplanes=n_hyperplanes,
@@ -93,18 +97,23 @@ class FaultyProjection(PolynomialRandomProjection):
         self.state_dir = state_dir
         self.wait_store = wait_store
         self.wait_done = wait_done
+        self.delay = delay
 
     def _resolve_params(self, n_features):
         super()._resolve_params(n_features)
         check_choice("fault", self.fault, FAULTS)
         check_integer("times", self.times, minimum=0)
         check_integer("wait_done", self.wait_done, minimum=0)
+        if not 0 <= float(self.delay) < 600:
+            raise ValueError(f"delay must be in [0, 600) seconds, got {self.delay!r}.")
         if self.trigger is not None and self.state_dir is None:
             raise ValueError("state_dir is required to count faults when trigger is set.")
 
     def output_block(self, X, output="features"):
         if self.trigger is not None and X.shape[0] > 0 and self._chosen(X):
             self._maybe_misbehave()
+        elif self.delay:
+            time.sleep(float(self.delay))
         return super().output_block(X, output)
 
     def _chosen(self, X):
