@@ -32,6 +32,7 @@ _CLI_WORDING = [
     (re.compile(r"pass overwrite=True / --overwrite"), "pass --overwrite"),
     (re.compile(r"overwrite=True \(--overwrite\)"), "--overwrite"),
     (re.compile(r"\(or pass retries=N, --retries N,"), "(or pass --retries N"),
+    (re.compile(r"zero_based=(?:True|False) \((--(?:zero|one)-based)\)"), r"\1"),
     (re.compile(r"drop_columns=\[?'([^']*)'\]?"), r"--drop-column \1"),
     (re.compile(r"drop_columns="), "--drop-column"),
     (re.compile(r"label_column="), "--label-column "),

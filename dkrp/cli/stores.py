@@ -30,6 +30,10 @@ from ._group import _as_click_errors, _client, _cluster_options, main
               help="Rows per chunk (default: about 64 MiB per chunk).")
 @click.option("--sparse/--dense", default=None,
               help="Store LIBSVM input as CSR blocks or densely (default: by density).")
+@click.option("--zero-based/--one-based", "zero_based", default=None,
+              help="LIBSVM feature indices start at 0 / at 1 (default: 1-based unless index 0 "
+                   "is on at least half of the rows; index 0 on fewer rows is an error naming "
+                   "the line, since it would shift every column).")
 @click.option("--dtype", type=click.Choice(FLOAT_DTYPE_NAMES),
               help="Stored dtype (default: a .npy file's float32 stays float32, everything "
                    "else is float64).")
@@ -41,7 +45,7 @@ from ._group import _as_click_errors, _client, _cluster_options, main
 @click.option("--scheduler-file", type=click.Path(dir_okay=False),
               help="Scheduler file written by `dask scheduler --scheduler-file`.")
 def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk_rows, sparse,
-           dtype, overwrite, scheduler, scheduler_file):
+           zero_based, dtype, overwrite, scheduler, scheduler_file):
     """Convert SRC (LIBSVM, CSV, .npy, Parquet, IDX) into a Zarr v3 dataset store DEST.
 
     DEST holds X chunked by rows (about 64 MiB per chunk unless --chunk-rows is
@@ -67,13 +71,17 @@ def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk
             client = stack.enter_context(_client(scheduler, scheduler_file, None, None))
         io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
                   n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
+                  zero_based="auto" if zero_based is None else zero_based,
                   overwrite=overwrite, labels=labels,
                   **({"scheduler": client} if client is not None else {}))
         attrs = io.open_dataset(dest).attrs
     seconds = time.perf_counter() - t0
     rows = int(attrs["n_samples"])
+    how = attrs["storage"]
+    if "zero_based" in attrs:  # LIBSVM: say which index base was read (it may be detected)
+        how += f", {0 if attrs['zero_based'] else 1}-based indices"
     click.echo(
-        f"ingested {rows} rows x {attrs['n_features']} features ({attrs['storage']}) in "
+        f"ingested {rows} rows x {attrs['n_features']} features ({how}) in "
         f"{seconds:.1f} s ({rows / max(seconds, 1e-9):,.0f} rows/s): {Path(dest).absolute()}"
     )
 

@@ -231,8 +231,12 @@ def ingest(
     overwrite : bool, default=False
         Replace an existing dkrp dataset store at ``dest``; anything else there is never removed.
     zero_based : bool or "auto", default="auto"
-        LIBSVM only: whether feature indices start at 0. "auto" means 0-based if any index in
-        the whole file is 0, else 1-based (the LIBSVM convention), as scikit-learn decides.
+        LIBSVM only: whether feature indices start at 0. "auto" reads a file without index 0
+        as 1-based (the LIBSVM convention) and one with index 0 on at least half of its rows
+        (those with any feature) as 0-based; index 0 on fewer rows raises ValueError naming
+        the first such line, since a stray ``0:`` in a 1-based file would otherwise shift every
+        column (scikit-learn's "auto" takes a single index 0 as 0-based). With False, any
+        index 0 is an error naming its line.
     parse_bytes : int, optional
         LIBSVM only: bytes of text per parsing task in the first pass (default: about 1/32
         of the file, between 1 and 32 MiB).

@@ -42,6 +42,9 @@ logger = logging.getLogger(__name__)
 _LIBSVM_SUFFIXES = {".txt", ".svm", ".libsvm", ".svmlight", ".t"}
 # bytes.split() separators, i.e. what scikit-learn's svmlight parser treats as blank
 _ASCII_WHITESPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
+#: zero_based="auto" reads a file as 0-based only when index 0 is on at least this share of
+#: its rows with features (scikit-learn's "auto" takes one index 0 anywhere)
+_ZERO_BASED_MIN_SHARE = 0.5
 
 
 def _read_range(path: str, start: int, stop: int) -> bytes:
@@ -114,8 +117,11 @@ def _parse_libsvm_bytes(buf: bytes, dtype):
     return sp.csr_matrix(X), np.asarray(y, dtype=np.float64)
 
 
-def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, strict_one_based):
-    """Scan a byte range line by line and describe its first bad line (or return None)."""
+def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, zero_problem=None):
+    """Scan a byte range line by line and describe its first bad line (or return None).
+
+    A line with feature index 0 is bad when ``zero_problem`` (the words that say why) is given.
+    """
     first_line = _count_newlines(path, start) + 1
     buf = _read_range(path, start, stop)
     for k, line in enumerate(buf.split(b"\n")):
@@ -130,11 +136,8 @@ def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, stri
             return f"{display}: line {lineno}: malformed LIBSVM line ({exc}): {shown!r}"
         if X.nnz:
             low, high = int(X.indices.min()), int(X.indices.max())
-            if strict_one_based and low == 0:
-                return (
-                    f"{display}: line {lineno}: feature index 0 in a 1-based file "
-                    f"(pass zero_based=True if indices start at 0): {shown!r}"
-                )
+            if zero_problem is not None and low == 0:
+                return f"{display}: line {lineno}: feature index 0 {zero_problem}: {shown!r}"
             if n_features is not None and high - shift >= n_features:
                 return (
                     f"{display}: line {lineno}: feature index {high} is out of range for "
@@ -146,6 +149,21 @@ def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, stri
     return None
 
 
+def _auto_shift(zero_rows: int, feature_rows: int) -> int | None:
+    """What ``zero_based="auto"`` makes of a file: 1 (1-based), 0 (0-based) or None (unsure).
+
+    No index 0 anywhere: 1-based, LIBSVM's convention. Index 0 on at least
+    :data:`_ZERO_BASED_MIN_SHARE` of the rows that have features: 0-based. Index 0 on fewer
+    rows is as likely a stray token in a 1-based file as a rare feature of a 0-based one, and
+    guessing wrong shifts every column of every row, so the caller must be told.
+    """
+    if zero_rows == 0:
+        return 1
+    if zero_rows >= _ZERO_BASED_MIN_SHARE * feature_rows:
+        return 0
+    return None
+
+
 def _scan_libsvm_piece(path: str, display: str, start: int, stop: int, dtype: str) -> dict:
     """First pass over one byte range: rows, their offsets and nnz, index range, label kind."""
     buf = _read_range(path, start, stop)
@@ -153,12 +171,12 @@ def _scan_libsvm_piece(path: str, display: str, start: int, stop: int, dtype: st
         X, y = _parse_libsvm_bytes(buf, np.dtype(dtype))
     except ValueError:
         found = _find_bad_line(
-            path, display, start, stop, dtype, shift=0, n_features=None, strict_one_based=False
+            path, display, start, stop, dtype, shift=0, n_features=None
         )
         raise ValueError(found or f"{display}: cannot parse bytes {start}..{stop}") from None
     if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
         found = _find_bad_line(
-            path, display, start, stop, dtype, shift=0, n_features=None, strict_one_based=False
+            path, display, start, stop, dtype, shift=0, n_features=None
         )
         raise ValueError(found or f"{display}: non-finite value in bytes {start}..{stop}")
     row_starts, n_newlines = _data_line_starts(buf)
@@ -174,6 +192,9 @@ def _scan_libsvm_piece(path: str, display: str, start: int, stop: int, dtype: st
         "row_offsets": row_starts + start,
         "row_nnz": np.diff(X.indptr).astype(np.int64),
         "min_index": int(X.indices.min()) if X.nnz else None,
+        # indices are sorted and unique within a row, so each row holds index 0 at most once
+        "zero_rows": int(np.count_nonzero(X.indices == 0)),
+        "feature_rows": int(np.count_nonzero(np.diff(X.indptr))),
         "max_index": int(X.indices.max()) if X.nnz else None,
         "labels_integral": bool(np.all(y == np.round(y))),
         "n_newlines": n_newlines,
@@ -242,23 +263,39 @@ def _ingest_libsvm_text(
         *[scan(path, display, a, b, dtype.name) for a, b in bounds], scheduler=scheduler
     )
     n_samples = sum(p["n_rows"] for p in pieces)
-    mins = [p["min_index"] for p in pieces if p["min_index"] is not None]
     maxs = [p["max_index"] for p in pieces if p["max_index"] is not None]
+    zero_rows = sum(p["zero_rows"] for p in pieces)
+    feature_rows = sum(p["feature_rows"] for p in pieces)
     if zero_based == "auto":
-        shift = 0 if (not mins or min(mins) == 0) else 1
+        shift = _auto_shift(zero_rows, feature_rows)
     else:
         shift = 0 if zero_based else 1
+    if shift is None:
+        zero_problem = (
+            f"(on {zero_rows} of {feature_rows} rows; the others fit 1-based indices): a stray "
+            "0 in a 1-based file, or a 0-based file? Read the wrong way, every column shifts by "
+            "one. Pass zero_based=True (--zero-based) if indices start at 0, or "
+            "zero_based=False (--one-based) if they start at 1 (this line is then an error)"
+        )
+    elif shift == 1:
+        zero_problem = (
+            "in a 1-based file (pass zero_based=True (--zero-based) if indices start at 0)"
+        )
+    else:
+        zero_problem = None
+    # unsure (None): the lines are checked as 1-based, so the first line with index 0 is named
+    checked_shift = 1 if shift is None else shift
     for piece in pieces:  # indices that the global settings rule out: name the line
-        bad_zero = shift == 1 and piece["min_index"] == 0
+        bad_zero = zero_problem is not None and piece["min_index"] == 0
         too_big = (
             n_features is not None
             and piece["max_index"] is not None
-            and piece["max_index"] - shift >= n_features
+            and piece["max_index"] - checked_shift >= n_features
         )
         if bad_zero or too_big:
             found = _find_bad_line(
-                path, display, piece["start"], piece["stop"], dtype, shift=shift,
-                n_features=n_features, strict_one_based=shift == 1,
+                path, display, piece["start"], piece["stop"], dtype, shift=checked_shift,
+                n_features=n_features, zero_problem=zero_problem,
             )
             raise ValueError(found or f"{display}: feature index out of range")
     if n_features is None:
