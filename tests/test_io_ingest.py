@@ -137,3 +137,54 @@ def test_atomic_publish_swaps_in_or_leaves_nothing(tmp_path):
             (tmp / "f").write_text(text)
         assert (dest / "f").read_text() == text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+# -- inputs without rows are refused, as a header-only CSV is (issue 29, case 8) -------------
+
+
+def _write_empty(path: Path) -> None:
+    """A file of ``path``'s format that holds no rows."""
+    name = path.name
+    if name.endswith(".npy"):
+        np.save(path, np.zeros((0, 3)))
+    elif name == "empty.svm":
+        path.write_bytes(b"")
+    elif name.endswith(".svm"):
+        path.write_bytes(b"# a comment\n\n   \n# another\n")
+    elif name.endswith(".parquet"):
+        pa = pytest.importorskip("pyarrow")
+        pq = pytest.importorskip("pyarrow.parquet")
+        pq.write_table(pa.table({"a": np.zeros(0), "b": np.zeros(0)}), path)
+    else:  # IDX: 0 images of 2 x 2 bytes
+        header = bytes([0, 0, 0x08, 3]) + b"".join(d.to_bytes(4, "big") for d in (0, 2, 2))
+        path.write_bytes(header)
+
+
+@pytest.mark.parametrize("name, match", [
+    ("z.npy", r"z\.npy holds no rows \(shape \(0, 3\)\): nothing to ingest"),
+    ("empty.svm", r"empty\.svm is empty: nothing to ingest"),
+    ("comments.svm", r"comments\.svm has no data lines, only blank or comment lines"),
+    ("z.parquet", r"z\.parquet holds no rows: nothing to ingest"),
+    ("z-idx3-ubyte", r"z-idx3-ubyte holds no rows \(shape \(0, 2, 2\)\): nothing to ingest"),
+])
+def test_inputs_without_rows_are_refused(tmp_path, name, match):
+    src = tmp_path / name
+    _write_empty(src)
+    dest = tmp_path / "out.zarr"
+    with pytest.raises(ValueError, match=match):
+        ingest(src, dest)
+    assert no_siblings(dest)
+
+
+def test_cli_refuses_a_0_row_npy_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+
+    src = tmp_path / "z.npy"
+    _write_empty(src)
+    r = CliRunner().invoke(main, ["ingest", str(src), str(tmp_path / "out.zarr")])
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == [
+        f"Error: {src} holds no rows (shape (0, 3)): nothing to ingest."]
+    assert no_siblings(tmp_path / "out.zarr")

@@ -60,6 +60,8 @@ def _npy_block(path, r0, r1):
 def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
     arr = _open_npy(source)
     n_samples, width = arr.shape
+    if n_samples == 0:
+        raise ValueError(f"{source} holds no rows (shape {arr.shape}): nothing to ingest.")
     if n_features is not None and n_features != width:
         raise ValueError(f"{source}: n_features={n_features} but the array has {width} columns")
     if chunk_rows is None:
@@ -141,6 +143,8 @@ def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
 
 def _ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
     images = read_idx(source)
+    if images.shape[0] == 0:
+        raise ValueError(f"{source} holds no rows (shape {images.shape}): nothing to ingest.")
     X = images.reshape(images.shape[0], -1)
     n_samples, width = X.shape
     if n_features is not None and n_features != width:

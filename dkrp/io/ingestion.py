@@ -259,7 +259,8 @@ def ingest(
     FileExistsError
         ``dest`` exists and ``overwrite`` is False, or it is not a dkrp store.
     ValueError
-        Malformed input: the message names the file and the line, row or column.
+        Malformed input: the message names the file and the line, row or column. An input
+        without rows (an empty file, a header-only CSV, a 0-row array) is refused too.
 
     See Also
     --------
@@ -353,6 +354,8 @@ def ingest(
                 source, tmp, group, n_features=params["n_features"], chunk_rows=chunk_rows,
                 dtype=dtype, **{name: options[name] for name in spec.options},
             )
+            if info["n_samples"] == 0:  # LIBSVM, CSV, .npy and IDX say so first
+                raise ValueError(f"{source} holds no rows: nothing to ingest.")
             info["source_sha256"] = file_sha256(source)
         except _DECOMPRESSION_ERRORS as exc:
             raise ValueError(

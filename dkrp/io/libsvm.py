@@ -263,6 +263,9 @@ def _ingest_libsvm_text(
         *[scan(path, display, a, b, dtype.name) for a, b in bounds], scheduler=scheduler
     )
     n_samples = sum(p["n_rows"] for p in pieces)
+    if n_samples == 0:
+        what = "is empty" if size == 0 else "has no data lines, only blank or comment lines"
+        raise ValueError(f"{display} {what}: nothing to ingest.")
     maxs = [p["max_index"] for p in pieces if p["max_index"] is not None]
     zero_rows = sum(p["zero_rows"] for p in pieces)
     feature_rows = sum(p["feature_rows"] for p in pieces)
