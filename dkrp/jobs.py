@@ -222,8 +222,8 @@ def featurize_to_store(
     Raises
     ------
     FileNotFoundError, ValueError
-        No input at ``source``, an input of another format, bad input (wrong feature
-        count, NaN/inf naming the partition and row) or bad parameters.
+        No input at ``source``, an input of another format, bad input (no rows, a wrong
+        feature count, NaN/inf naming the partition and row) or bad parameters.
     FeatureStoreMismatchError, FeatureStoreError, PartitionError
         As :func:`dkrp.feature_store.write_features`.
     SpecError
@@ -270,6 +270,9 @@ def featurize_to_store(
             f"source must be a dataset store, .npy or Parquet path, or a dask array; got "
             f"{type(source).__name__}. Wrap in-memory data with dask.array.from_array."
         )
+    if X.shape[0] == 0:  # before any fit or cluster: plan_features would refuse it only then
+        where = (provenance or {}).get("path") if isinstance(provenance, dict) else None
+        raise ValueError(f"{where or 'X'} has no rows (shape {X.shape}): nothing to featurize.")
 
     cluster = {"client": None if callable(client) else client}
 

@@ -1188,3 +1188,24 @@ def test_chunk_files_are_the_bytes_zarr_writes(tmp_path, data, dtype, options):
     assert len(ours) == 4 and ours.keys() == theirs.keys()
     assert all(ours[k] == theirs[k] for k in ours)
     assert not list(out.rglob("*.partial"))
+
+
+def test_an_input_without_rows_is_refused_and_nothing_written(tmp_path):
+    # issue 29, case 8: it made a "complete" store of 0 rows, "nothing to do" on the first run
+    out = tmp_path / "f.zarr"
+    empty = da.zeros((0, 12), chunks=(100, 12))
+    with pytest.raises(ValueError, match=r"X has no rows \(shape \(0, 12\)\): nothing to "
+                                         r"featurize"):
+        write_features(empty, _krp(), out, progress=False)
+    assert not out.exists()
+    with pytest.raises(ValueError, match=r"/z\.npy has no rows"):
+        plan_features(empty, _krp(), out, source={"path": str(tmp_path / "z.npy")})
+    assert not out.exists()
+    # the job refuses it before a data-dependent map is fitted or a cluster is started
+    from dkrp import Nystroem, featurize_to_store
+
+    np.save(tmp_path / "z.npy", np.zeros((0, 12)))
+    with pytest.raises(ValueError, match=r"/z\.npy has no rows \(shape \(0, 12\)\)"):
+        featurize_to_store(tmp_path / "z.npy", out, Nystroem(n_components=4),
+                           client=lambda: pytest.fail("a cluster was started"))
+    assert not out.exists()

@@ -263,6 +263,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     options = check_store_options(projector, bits=bits, store_dtype=store_dtype,
                                   compressor=compressor)
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
+    if X.shape[0] == 0:  # it would make a "complete" store of nothing
+        raise ValueError(f"{input_path or 'X'} has no rows (shape {X.shape}): nothing to "
+                         "featurize.")
     if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
         raise ValueError(f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
                          f"X has {X.shape[0]} rows: one label per row is needed.")

@@ -142,8 +142,8 @@ def write_features(
         ``out_path`` holds something that is not a feature store, or is (or contains,
         or lies inside) the input named by ``source``/``fingerprint``.
     ValueError
-        Bad input: wrong feature count (before any task runs), NaN/inf (naming the
-        partition and global row).
+        Bad input: no rows or a wrong feature count (before any task runs), NaN/inf
+        (naming the partition and global row).
     """
     from .._validation import check_integer
 
