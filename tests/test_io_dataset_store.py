@@ -1,4 +1,5 @@
-"""Tests for dkrp.io.dataset_store: open_dataset's checks and the lazy CSR blocks."""
+"""Tests for dkrp.io.dataset_store: open_dataset's checks, the lazy CSR blocks, and what
+``dkrp info`` says of a store with missing files."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import zarr
+from click.testing import CliRunner
 
+from dkrp.cli import main
 from dkrp.io import ingest, open_dataset
 from dkrp.io.dataset_store import _create_csr, _read_csr_block, _write_csr_block
+from dkrp.stores import describe_store
 
 
 def test_corrupt_store_refused(small_store):
@@ -23,6 +27,32 @@ def test_missing_chunk_refused(small_store):
     chunk.unlink()
     with pytest.raises(ValueError, match=r"corrupt: array 'X' has 3 of 4 chunks"):
         open_dataset(small_store)
+
+
+def test_info_calls_a_store_with_a_deleted_chunk_incomplete(small_store):
+    # issue 29, case 8: `dkrp info` said "complete", where a feature store says INCOMPLETE
+    before = describe_store(small_store)
+    assert before["complete"] and before["n_chunks"] == 4 and before["missing"] == []
+    (small_store / "X" / "c" / "2" / "0").unlink()
+    after = describe_store(small_store)
+    assert not after["complete"] and after["missing"] == ["X/c/2/0"]
+    r = CliRunner().invoke(main, ["info", str(small_store)])
+    assert r.exit_code == 0, r.output
+    assert "chunk_rows 3, INCOMPLETE (1 missing file(s), first X/c/2/0: re-ingest" in r.output
+    assert ", complete" not in r.output
+
+
+def test_describe_names_missing_csr_chunks_labels_and_metadata(sparse_libsvm, tmp_path):
+    path, _, _ = sparse_libsvm
+    store = tmp_path / "s.zarr"
+    ingest(path, store, sparse=True, chunk_rows=50)
+    d = open_dataset(store).describe()
+    # 5 row blocks in each of X/indptr, X/indices, X/data and y
+    assert d["complete"] and d["n_chunks"] == 4 * 5 and d["missing"] == []
+    (store / "y" / "c" / "4").unlink()
+    (store / "X" / "indices" / "zarr.json").unlink()
+    d = describe_store(store)
+    assert not d["complete"] and d["missing"] == ["X/indices/zarr.json", "y/c/4"]
 
 
 def test_not_a_dataset_refused(tmp_path):

@@ -116,6 +116,9 @@ def _describe_lines(d: dict):
         yield f"  manifest {json.dumps(d['manifest'], sort_keys=True)}"
     else:
         yield f"dataset store {d['path']}"
+        if d.get("missing"):
+            complete = (f"INCOMPLETE ({len(d['missing'])} missing file(s), first "
+                        f"{d['missing'][0]}: re-ingest it from its source with --overwrite)")
         yield (f"  shape ({n}, {k}) {d['dtype']} {d['storage']}, chunk_rows {d['chunk_rows']}, "
                f"{complete}")
         yield f"  labels {d['has_labels']} ({d['label_dtype']})"

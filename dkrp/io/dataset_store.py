@@ -65,7 +65,15 @@ import scipy.sparse as sp
 import zarr
 from dask.base import tokenize
 
-from .._chunks import CheckedArray, check_arrays, chunk_where, missing_chunks, read_checked
+from .._chunks import (
+    CheckedArray,
+    _all_chunks,
+    check_arrays,
+    chunk_key,
+    chunk_where,
+    missing_chunks,
+    read_checked,
+)
 from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
 from .._store import check_store, write_attrs
@@ -131,13 +139,19 @@ class Dataset:
 def describe_dataset(path, attrs) -> dict:
     """Summarise a dataset store from its path and group attributes (reads no data).
 
+    Lists the chunk files too, so that a complete store one of whose chunk files was deleted
+    is not reported ``complete`` (finding changed bytes needs :func:`verify_dataset`).
+
     Returns
     -------
     dict
         ``format`` (``"dataset"``), ``path``, ``shape``, ``dtype``, ``storage``,
-        ``chunk_rows``, ``complete``, ``has_labels``, ``label_dtype``, ``source``,
+        ``chunk_rows``, ``complete`` (the attribute is true and no chunk file is missing),
+        ``n_chunks`` (of every array), ``missing`` (the files of the missing chunks and
+        arrays, relative to the store), ``has_labels``, ``label_dtype``, ``source``,
         ``source_format``, ``source_sha256`` and ``ingest`` (the parameters as asked).
     """
+    n_chunks, missing = _chunk_files(Path(path), attrs)
     return {
         "format": DATASET_FORMAT,
         "path": str(path),
@@ -145,7 +159,9 @@ def describe_dataset(path, attrs) -> dict:
         "dtype": attrs.get("dtype"),
         "storage": attrs.get("storage"),
         "chunk_rows": attrs.get("chunk_rows"),
-        "complete": attrs.get("complete") is True,
+        "complete": attrs.get("complete") is True and not missing,
+        "n_chunks": n_chunks,
+        "missing": missing,
         "has_labels": attrs.get("has_labels"),
         "label_dtype": attrs.get("label_dtype"),
         "source": attrs.get("source"),
@@ -153,6 +169,21 @@ def describe_dataset(path, attrs) -> dict:
         "source_sha256": attrs.get("source_sha256"),
         "ingest": attrs.get("ingest"),
     }
+
+
+def _chunk_files(path: Path, attrs) -> tuple[int, list[str]]:
+    """(chunks of the store's arrays, the files of those missing): an unreadable array
+    counts as its ``zarr.json``, missing."""
+    total, missing = 0, []
+    for name in _dataset_arrays(path, attrs):
+        try:
+            array = zarr.open_array(str(path / name), mode="r")
+        except Exception:  # noqa: BLE001 - deleted or unreadable metadata: describe, not fail
+            missing.append(f"{name}/zarr.json")
+            continue
+        total += len(_all_chunks(array))
+        missing += [f"{name}/{chunk_key(array, c)}" for c in missing_chunks(path / name, array)]
+    return total, missing
 
 
 def _cpu_count() -> int:
