@@ -132,7 +132,10 @@ def test_overwrite_never_replaces_a_users_file_of_a_new_results_name(tmp_path):
     assert (folder / "plot_k3.png").exists()  # the old result is as it was
     build = tmp_path / f".toy-quick.partial-{os.getpid()}"
     assert str(build) in str(info.value)
-    assert {r["k"] for r in _runs(build)} == {"5"}  # the new result is kept for the user
+    assert {r["k"] for r in _runs(build)} == {"5"}  # the new result is kept for the user,
+    with pytest.raises(FileExistsError, match="left from an earlier run"):
+        run_and_write(_plotting_toy(), output=tmp_path, overwrite=True)  # not removed
+    assert {r["k"] for r in _runs(build)} == {"5"}
 
 
 def test_the_profile_is_part_of_the_folders_identity(tmp_path):

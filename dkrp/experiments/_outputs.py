@@ -388,9 +388,14 @@ def save_figure(fig, folder, name, dpi=100) -> Path:
 def _swap_in(partial: Path, final: Path, profile: str, overwrite: bool) -> None:
     """Move the complete build ``partial`` to ``final``, taking along the files in an old
     ``final`` that dkrp did not write; the old folder's own files are then deleted."""
-    meta = _check_replaceable(final, profile, overwrite)  # again: it may have appeared
+    # Past this point the build is a complete result, or takes in the user's files: without
+    # its marker no later run removes it as stale, whatever happens before the swap is done.
+    (partial / _BUILD_MARKER).unlink()
+    try:
+        meta = _check_replaceable(final, profile, overwrite)  # again: it may have appeared
+    except FileExistsError as exc:
+        raise FileExistsError(f"{exc} The new result is in {partial}.") from None
     if meta is None:
-        (partial / _BUILD_MARKER).unlink()
         partial.rename(final)
         return
     ours = _own_files(meta)
@@ -402,9 +407,6 @@ def _swap_in(partial: Path, final: Path, profile: str, overwrite: bool) -> None:
             f"result has files of the same name; nothing was replaced. The new result is "
             f"in {partial}: rename those files, then move it into place yourself."
         )
-    # From here the build takes in the user's files: without its marker, no later run
-    # removes it as stale, whatever happens before the swap completes.
-    (partial / _BUILD_MARKER).unlink()
     old = final.with_name(f".{final.name}.old-{os.getpid()}")
     final.rename(old)
     for name in kept:
