@@ -549,6 +549,61 @@ def test_cli_train_predict_end_to_end(digits, client, tmp_path):
     assert "Traceback" not in r.output
 
 
+def _csv_store(path, X, y=None):
+    """A dataset store at ``path`` ingested from a CSV of ``X`` (and a ``label`` column)."""
+    import pandas as pd
+
+    from dkrp.io import ingest
+
+    frame = pd.DataFrame(X, columns=[f"p{i}" for i in range(X.shape[1])])
+    if y is not None:
+        frame = frame.assign(label=y)
+    frame.to_csv(path.with_suffix(".csv"), index=False)
+    ingest(path.with_suffix(".csv"), path, label_column=None if y is None else "label")
+    return path
+
+
+def test_cli_predict_refuses_a_store_without_labels_and_no_out_before_any_work(
+        digits, saved, tmp_path):
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+
+    _, model_dir = saved
+    store = _csv_store(tmp_path / "unlabelled.zarr", digits[2][:50])
+    # (no --scheduler: predicting would start the embedded cluster's worker processes,
+    # which fails this fast test)
+    r = CliRunner().invoke(main, ["predict", str(model_dir), str(store)])
+    assert r.exit_code == 2, r.output
+    assert f"{store} has no labels" in r.output and "pass --out" in r.output
+    assert "dask dashboard" not in r.output and "Traceback" not in r.output
+
+
+def test_cli_predict_warns_of_test_labels_the_model_never_saw(digits, tmp_path):
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+    from dkrp.ensemble import evaluate
+    from dkrp.parallel import start_local_cluster
+
+    Xtr, ytr, Xte, yte = digits
+    # trained on {-1, 1}, tested on the same classes encoded {0, 1}
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=60, random_state=5)
+    model.fit(Xtr, np.where(ytr < 5, -1, 1))
+    model.save(tmp_path / "model")
+    y01 = np.where(yte < 5, 0, 1)
+    store = _csv_store(tmp_path / "test.zarr", Xte, y01)
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
+        r = CliRunner().invoke(main, ["predict", str(tmp_path / "model"), str(store),
+                                      "--scheduler", cluster.scheduler_address])
+    assert r.exit_code == 0, r.output
+    assert (f"warning: {int((y01 == 0).sum())} of {len(yte)} test rows have a label the "
+            "model never saw (0); the model's classes are -1, 1." in r.output)
+    assert r.output.index("warning:") < r.output.index("\naccuracy ")
+    same = evaluate(model, Xte, np.where(yte < 5, -1, 1))
+    assert same["unseen_classes"] == [] and same["n_unseen"] == 0
+
+
 @pytest.mark.cluster
 def test_train_ensemble_pipeline(digits, client, tmp_path):
     import importlib.util

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import os
+import socket
 
 import numpy as np
 import pytest
@@ -54,7 +57,7 @@ def test_overrides_and_repeats(tmp_path):
 def test_tags_put_parts_side_by_side(tmp_path):
     a = run_and_write(_toy(), output=tmp_path, tag="part-a", repeats=1)
     b = run_and_write(_toy(), output=tmp_path, tag="part-b", repeats=1)
-    assert (a.name, b.name) == ("toy-part-a", "toy-part-b")
+    assert (a.name, b.name) == ("toy-part-a-quick", "toy-part-b-quick")
     assert json.loads((a / MARKER).read_text())["tag"] == "part-a"
     with pytest.raises(ValueError, match="tag must be"):
         run_and_write(_toy(), output=tmp_path, tag="../escape")
@@ -64,21 +67,154 @@ def test_a_failed_run_leaves_nothing_that_looks_complete(tmp_path):
     done = run_and_write(_toy(), output=tmp_path)
     before = (done / "runs.csv").read_bytes()
     with pytest.raises(RuntimeError, match="planted failure"):
-        run_and_write(_toy(fail_after=1), output=tmp_path)
+        run_and_write(_toy(fail_after=1), output=tmp_path, overwrite=True)
     # the completed folder from before is untouched; the failure's rows sit in a hidden
     # .partial folder without a marker
     assert (done / "runs.csv").read_bytes() == before
-    partial = [p for p in tmp_path.iterdir() if p.name.startswith(".toy.partial")]
+    partial = [p for p in tmp_path.iterdir() if p.name.startswith(".toy-quick.partial")]
     assert len(partial) == 1 and not (partial[0] / MARKER).exists()
 
 
 def test_a_folder_dkrp_did_not_write_is_never_replaced(tmp_path):
-    mine = tmp_path / "toy"
+    mine = tmp_path / "toy-quick"
     mine.mkdir()
     (mine / "notes.txt").write_text("a user's file")
     with pytest.raises(FileExistsError, match="not written by `dkrp experiment`"):
-        run_and_write(_toy(), output=tmp_path)
+        run_and_write(_toy(), output=tmp_path, overwrite=True)
     assert (mine / "notes.txt").read_text() == "a user's file"
+
+
+def _plotting_toy():
+    """The toy, drawing one file named by its ``k`` (a plot of one run only)."""
+    def plot(frame, folder):
+        path = folder / f"plot_k{frame['k'].iloc[0]}.png"
+        path.write_bytes(b"a plot")
+        return [path]
+
+    return dataclasses.replace(_toy(), plot=plot)
+
+
+def test_a_result_is_replaced_only_with_overwrite(tmp_path):
+    folder = run_and_write(_toy(), output=tmp_path)
+    before = (folder / "runs.csv").read_bytes()
+    with pytest.raises(FileExistsError) as info:
+        run_and_write(_toy(), output=tmp_path, repeats=1)
+    assert str(folder) in str(info.value) and "(--overwrite)" in str(info.value)
+    assert (folder / "runs.csv").read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # refused before any work
+    run_and_write(_toy(), output=tmp_path, repeats=1, overwrite=True)
+    assert [r["seed"] for r in _runs(folder)] == ["0"]
+
+
+def test_overwrite_replaces_only_the_files_dkrp_wrote(tmp_path):
+    folder = run_and_write(_plotting_toy(), output=tmp_path)
+    (folder / "my_notes.md").write_text("a user's notes")
+    (folder / "mine").mkdir()
+    (folder / "mine" / "data.txt").write_text("a user's data")
+    run_and_write(_plotting_toy(), output=tmp_path, overwrite=True, overrides={"k": 5})
+    # the old run's plot went with it; the user's files are in the new folder
+    assert sorted(p.name for p in folder.iterdir()) == [
+        MARKER, "mine", "my_notes.md", "plot_k5.png", "runs.csv", "summary.md"]
+    assert (folder / "my_notes.md").read_text() == "a user's notes"
+    assert (folder / "mine" / "data.txt").read_text() == "a user's data"
+    assert {r["k"] for r in _runs(folder)} == {"5"}
+    assert json.loads((folder / MARKER).read_text())["files"] == [
+        MARKER, "plot_k5.png", "runs.csv", "summary.md"]
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # no build or old copy
+
+
+def test_overwrite_never_replaces_a_users_file_of_a_new_results_name(tmp_path):
+    folder = run_and_write(_plotting_toy(), output=tmp_path)
+    (folder / "plot_k5.png").write_text("a user's file")  # the name the next run draws
+    with pytest.raises(FileExistsError, match="plot_k5.png, which dkrp did not write") as info:
+        run_and_write(_plotting_toy(), output=tmp_path, overwrite=True, overrides={"k": 5})
+    assert (folder / "plot_k5.png").read_text() == "a user's file"
+    assert (folder / "plot_k3.png").exists()  # the old result is as it was
+    build = tmp_path / f".toy-quick.partial-{os.getpid()}"
+    assert str(build) in str(info.value)
+    assert {r["k"] for r in _runs(build)} == {"5"}  # the new result is kept for the user,
+    with pytest.raises(FileExistsError, match="left from an earlier run"):
+        run_and_write(_plotting_toy(), output=tmp_path, overwrite=True)  # not removed
+    assert {r["k"] for r in _runs(build)} == {"5"}
+
+
+def test_the_profile_is_part_of_the_folders_identity(tmp_path):
+    full = run_and_write(_toy(), output=tmp_path, profile="full", repeats=1)
+    quick = run_and_write(_toy(), output=tmp_path, repeats=1)
+    assert (full.name, quick.name) == ("toy", "toy-quick")
+    assert json.loads((full / MARKER).read_text())["profile"] == "full"
+    # the names meet only through a tag (full --tag x-quick, quick --tag x): a full run
+    # replaces the quick result when asked, a quick run never replaces the full one
+    tagged = run_and_write(_toy(), output=tmp_path, repeats=1, tag="x")
+    assert tagged.name == "toy-x-quick"
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        run_and_write(_toy(), output=tmp_path, profile="full", tag="x-quick")
+    run_and_write(_toy(), output=tmp_path, profile="full", tag="x-quick", overwrite=True)
+    before = (tagged / "runs.csv").read_bytes()
+    with pytest.raises(FileExistsError, match="holds a `--profile full` result; a "
+                                              "`--profile quick` run never replaces it"):
+        run_and_write(_toy(), output=tmp_path, tag="x", overwrite=True)
+    assert (tagged / "runs.csv").read_bytes() == before
+    assert json.loads((tagged / MARKER).read_text())["profile"] == "full"
+
+
+#: Above Linux's largest pid_max (2**22): no process has this id
+_GONE_PID = 2**22 + 1
+
+
+def _failed_build(tmp_path, pid=None, host=None):
+    """The build folder a failed run leaves, moved to process ``pid`` (and ``host``)."""
+    with pytest.raises(RuntimeError, match="planted failure"):
+        run_and_write(_toy(fail_after=1), output=tmp_path, overwrite=True)
+    build = tmp_path / f".toy-quick.partial-{os.getpid()}"
+    if pid is None:
+        return build
+    marker = build / ".dkrp-build.json"
+    info = json.loads(marker.read_text())
+    assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
+    marker.write_text(json.dumps({**info, "pid": pid, "host": host or info["host"]}))
+    return build.rename(tmp_path / f".toy-quick.partial-{pid}")
+
+
+def test_a_failed_runs_build_is_removed_once_its_process_has_ended(tmp_path):
+    # (each failed run cleans up too: the build of an ended process is planted last)
+    running = _failed_build(tmp_path, pid=os.getppid())  # this test's parent: running
+    elsewhere = _failed_build(tmp_path, pid=_GONE_PID + 1, host="another-host")
+    other = _failed_build(tmp_path)  # another experiment folder's build: not this run's
+    other = other.rename(tmp_path / f".toy-a.partial-{_GONE_PID}")
+    theirs = tmp_path / f".toy-quick.partial-{_GONE_PID + 2}"  # a folder of that name,
+    theirs.mkdir()                                              # not made by dkrp
+    (theirs / "notes.txt").write_text("a user's file")
+    gone = _failed_build(tmp_path, pid=_GONE_PID)
+    lines = []
+    run_and_write(_toy(), output=tmp_path, repeats=1, report=lines.append)
+    assert not gone.exists()
+    assert any(f"removed {gone}" in line for line in lines)
+    for kept in (running, elsewhere, theirs, other):
+        assert kept.exists(), kept
+    assert (theirs / "notes.txt").read_text() == "a user's file"
+    # this process's own failed build goes with its next run
+    own = _failed_build(tmp_path)
+    run_and_write(_toy(), output=tmp_path, repeats=1, overwrite=True)
+    assert not own.exists()
+
+
+def test_cli_refuses_to_replace_a_result_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setenv("DKRP_DATA_DIR", str(tmp_path / "no-data"))  # a run would fail
+    toy = dataclasses.replace(_toy(), name="distortion")
+    folder = run_and_write(toy, output=tmp_path, repeats=1)
+    (folder / "my_notes.md").write_text("a user's notes")
+    before = (folder / "runs.csv").read_bytes()
+    # (no --local: a refusal after the embedded cluster had started would fail this fast
+    # test for starting worker processes)
+    result = CliRunner().invoke(main, ["experiment", "distortion", "--output", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert str(folder) in result.output and "pass --overwrite" in result.output
+    assert "overwrite=True" not in result.output and "Traceback" not in result.output
+    assert (folder / "runs.csv").read_bytes() == before
+    assert (folder / "my_notes.md").read_text() == "a user's notes"
+    help_text = CliRunner().invoke(main, ["experiment", "--help"]).output
+    assert "--overwrite" in help_text and "OUTPUT/NAME-quick/" in help_text
 
 
 @pytest.mark.parametrize(
@@ -118,7 +254,7 @@ def test_cli_lists_and_refuses_unknown_settings(tmp_path):
 @pytest.mark.data
 def test_distortion_quick_through_the_cli(tmp_path):
     rows = _quick_rows(tmp_path, "distortion")
-    folder = tmp_path / "distortion"
+    folder = tmp_path / "distortion-quick"
     by_method = {r["method"]: float(r["distortion"]) for r in rows}
     assert set(by_method) == {"krp-gaussian", "krp-sparse-s3", "kg-rp", "nystroem"}
     # Table 2's ordering at k=200, p=244: KRP (0.120) well below KG-RP (0.329)
@@ -126,14 +262,14 @@ def test_distortion_quick_through_the_cli(tmp_path):
     assert (folder / "distortion_mnist_g2.png").stat().st_size > 10_000
 
 
-def _full_run(tmp_path, rows):
+def _full_run(tmp_path, rows, overwrite=False):
     """A completed ``full`` folder with the given rows (what a full run would write)."""
     def run(ctx):
         yield from rows
 
     toy = Experiment(name="distortion", title="t", profiles={"quick": {}, "full": {}}, run=run,
                      config_columns=("dataset", "method"), metric_columns=("distortion",))
-    return run_and_write(toy, profile="full", output=tmp_path)
+    return run_and_write(toy, profile="full", output=tmp_path, overwrite=overwrite)
 
 
 def test_report_judges_full_runs_against_the_published_numbers(tmp_path):
@@ -150,7 +286,7 @@ def test_report_judges_full_runs_against_the_published_numbers(tmp_path):
                in line)
     assert "0.0590 ± 0.0070" in row and "0.0600 ± 0.0020 (n=3)" in row and "agrees" in row
     # a result far from the paper is called so
-    _full_run(tmp_path, [{**config, "seed": 0, "distortion": 0.2}])
+    _full_run(tmp_path, [{**config, "seed": 0, "distortion": 0.2}], overwrite=True)
     text = write_report(tmp_path).read_text()
     row = next(line for line in text.splitlines()
                if "| Table 2 | mnist | krp-gaussian | degree=2, k=1000, p=976, t=30 | distortion"
@@ -184,12 +320,12 @@ def test_distortion_quick_featurizes_on_the_cluster_with_the_same_numbers(tmp_pa
                                       str(tmp_path / where), *extra,
                                       "--set", 'methods=["krp-gaussian", "nystroem"]'])
         assert result.exit_code == 0, result.output
-    meta = json.loads((tmp_path / "cluster" / "distortion" / MARKER).read_text())
+    meta = json.loads((tmp_path / "cluster" / "distortion-quick" / MARKER).read_text())
     assert meta["cluster"].startswith("1 workers")
     values = {}
     for where in ("cluster", "local"):
         values[where] = {r["method"]: float(r["distortion"])
-                         for r in _runs(tmp_path / where / "distortion")}
+                         for r in _runs(tmp_path / where / "distortion-quick")}
     assert values["cluster"] == pytest.approx(values["local"], rel=1e-9)
 
 
@@ -197,7 +333,7 @@ def _quick_rows(tmp_path, name):
     result = CliRunner().invoke(main, ["experiment", name, "--local", "-q",
                                        "--output", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    return _runs(tmp_path / name)
+    return _runs(tmp_path / f"{name}-quick")
 
 
 def _mean(rows, column="accuracy", **where):
@@ -214,7 +350,7 @@ def _runs(folder):
 @pytest.mark.data
 def test_degree_selection_quick_through_the_cli(tmp_path):
     rows = {int(r["degree"]): r for r in _quick_rows(tmp_path, "degree-selection")}
-    folder = tmp_path / "degree-selection"
+    folder = tmp_path / "degree-selection-quick"
     assert set(rows) == {2, 3, 4}
     assert {r["dataset"] for r in rows.values()} == {"covtype-subset"}  # never the paper's
     cv = {g: float(r["cv_accuracy"]) for g, r in rows.items()}
@@ -279,7 +415,7 @@ def test_srf_quick_through_the_cli(tmp_path):
     # gap plus 3 binomial standard deviations of 2,007 test digits (0.6 point each)
     svm = [r for r in rows if r["part"] == "svm"]
     assert _mean(svm, method="srf") >= _mean(svm, method="poly-svm") - 2.0
-    assert (tmp_path / "srf" / "srf_mse.png").stat().st_size > 10_000
+    assert (tmp_path / "srf-quick" / "srf_mse.png").stat().st_size > 10_000
 
 
 @pytest.mark.data
@@ -331,7 +467,7 @@ def test_ensemble_quick_through_the_cli(tmp_path):
 @pytest.mark.slow  # a whole experiment run: the full suite
 def test_rff_quick_through_the_cli(tmp_path):
     rows = _quick_rows(tmp_path, "rff")
-    folder = tmp_path / "rff"
+    folder = tmp_path / "rff-quick"
 
     def one(method, part, **where):
         found = [r for r in rows if r["method"] == method and r["part"] == part
@@ -381,7 +517,7 @@ def test_rff_quick_through_the_cli(tmp_path):
 @pytest.mark.slow
 def test_classification_quick_through_the_cli(tmp_path):
     rows = _quick_rows(tmp_path, "classification")
-    folder = tmp_path / "classification"
+    folder = tmp_path / "classification-quick"
     accuracy = {r["method"]: float(r["accuracy"]) for r in rows}
     assert set(accuracy) == {"linear-svm-raw", "krp-gaussian", "nystroem"}
     assert {r["n_train"] for r in rows} == {"3000"}  # the same rows for every model
@@ -408,7 +544,7 @@ def test_classification_cv_scope_method_reuses_the_first_configurations_C(tmp_pa
         "--set", "references=[]", "--set", "C=null", "--set", 'cv_scope="method"',
         "--set", "cv_rows=1500", "--set", "C_grid=[0.0001, 1.0]"])
     assert result.exit_code == 0, result.output
-    rows = _runs(tmp_path / "classification")
+    rows = _runs(tmp_path / "classification-quick")
     assert [r["p"] for r in rows] == ["244", "100", "50"]  # largest p first: it is CV'd
     assert rows[0]["cv_seconds"] != "" and all(r["cv_seconds"] == "" for r in rows[1:])
     assert {r["C"] for r in rows} == {rows[0]["C"]}

@@ -36,19 +36,31 @@ def _parse_set(values):
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="First seed; repeat r uses seed + r.")
 @click.option("--output", type=click.Path(file_okay=False), default="results",
-              show_default=True, help="Parent folder: the run writes OUTPUT/NAME/.")
+              show_default=True,
+              help="Parent folder: the run writes OUTPUT/NAME/ (full) or OUTPUT/NAME-quick/.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Change one profile parameter (JSON value), e.g. --set 'datasets=[\"w8a\"]'.")
 @click.option("--tag", help="Write OUTPUT/NAME-TAG/ (parts of one experiment side by side; "
                            "the report reads them all).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace the result already in the folder: only the files dkrp wrote "
+                   "there; your other files in it stay. Never a full result by a quick run.")
 @click.option("--local", is_flag=True,
               help="Featurize in this process instead of on a Dask cluster.")
 @_cluster_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-def experiment(name, list_, profile, repeats, seed, output, settings, tag, local, scheduler,
-               scheduler_file, n_workers, memory_limit, quiet):
+def experiment(name, list_, profile, repeats, seed, output, settings, tag, overwrite, local,
+               scheduler, scheduler_file, n_workers, memory_limit, quiet):
     """Run experiment NAME and write OUTPUT/NAME/: runs.csv (every run, with seeds,
     versions and machine), summary.md (mean ± std over repeats) and PNG plots.
+
+    The profile is part of the folder's name unless it is full: a quick run writes
+    OUTPUT/NAME-quick/ (OUTPUT/NAME-TAG-quick/ with --tag), so it never lands on the
+    published tables in OUTPUT/NAME/. A folder that already holds a result is replaced
+    only with --overwrite, and then only the files dkrp wrote in it (your notes beside
+    them stay); a full result is never replaced by a quick run, and a folder dkrp did
+    not write never at all. The new result is built beside the old one and swapped in
+    when complete; the build folder of a failed run is removed by the next run.
 
     `dkrp experiment report` rebuilds OUTPUT/REPRODUCTION.md from the runs.csv files
     under OUTPUT: each number the papers publish beside ours, with a verdict.
@@ -59,7 +71,8 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, local
     \b
     Examples:
       dkrp experiment --list
-      dkrp experiment distortion --profile quick
+      dkrp experiment distortion                  # writes results/distortion-quick/
+      dkrp experiment distortion --overwrite      # replaces it
       dkrp experiment classification --profile full --repeats 5 --scheduler tcp://10.0.0.5:8786
       dkrp experiment report
     """
@@ -79,8 +92,11 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, local
         click.echo(f"wrote {path}")
         return
     from ..experiments import run_experiment
+    from ..experiments._outputs import check_output
 
     overrides = _parse_set(settings)
+    with _as_click_errors():  # before a cluster starts
+        check_output(name, profile=profile, output=output, tag=tag, overwrite=overwrite)
     t0 = time.perf_counter()
 
     def report(line):
@@ -92,11 +108,12 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, local
             if scheduler or scheduler_file or n_workers or memory_limit:
                 raise click.UsageError("--local runs without a cluster; drop the cluster options.")
             folder = run_experiment(name, profile=profile, repeats=repeats, output=output,
-                                    seed=seed, report=report, overrides=overrides, tag=tag)
+                                    seed=seed, report=report, overrides=overrides, tag=tag,
+                                    overwrite=overwrite)
         else:
             with _client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as client:
                 folder = run_experiment(name, profile=profile, repeats=repeats, output=output,
                                         seed=seed, client=client, report=report,
-                                        overrides=overrides, tag=tag)
+                                        overrides=overrides, tag=tag, overwrite=overwrite)
     click.echo((folder / "summary.md").read_text())
     click.echo(f"wrote {folder} in {time.perf_counter() - t0:.1f} s")

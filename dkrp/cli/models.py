@@ -87,7 +87,9 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
     """Predict TEST.zarr with the model in MODEL_DIR (lazy and parallel on the cluster).
 
     With labels in the store, prints the accuracy and macro-F1 of the ensemble
-    and the accuracy of each voter.
+    and the accuracy of each voter, and warns when the labels include classes the
+    model never saw (another encoding of the classes, say). A store without labels
+    needs --out: the predictions are all there is to keep.
 
     \b
     Examples:
@@ -96,6 +98,7 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
     """
     from .. import load
     from ..ensemble import RandomFeatureVotingClassifier, evaluate, summary_lines
+    from ..ensemble.scoring import unseen_classes_warning
     from ..io import open_dataset
 
     with _as_click_errors():
@@ -104,6 +107,10 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
             raise ValueError(f"{model_dir} holds a {type(model).__name__}, not a trained "
                              "ensemble (dkrp train).")
         ds = open_dataset(test_path)
+        if ds.y is None and out is None:
+            raise click.UsageError(
+                f"{test_path} has no labels, so there is nothing to score: pass --out "
+                "PRED.zarr to keep the predictions (they would be computed and thrown away).")
         if out is not None:
             _check_predictions_out(Path(out), overwrite)
         with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
@@ -113,6 +120,9 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
     for line in summary_lines(model, result):
         click.echo(line)
     n = len(result["y_pred"])
+    warning = unseen_classes_warning(model, result)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if "accuracy" in result:
         click.echo(f"accuracy {result['accuracy']:.4f}  macro-F1 {result['macro_f1']:.4f}  "
                    f"({n} rows, {result['seconds']:.1f} s)")

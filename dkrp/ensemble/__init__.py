@@ -74,7 +74,8 @@ Modules
     :mod:`~dkrp.ensemble.persistence`
         save/load without pickle (``dkrp.load`` reads a model directory).
     :mod:`~dkrp.ensemble.scoring`
-        :func:`evaluate` and :func:`summary_lines`.
+        :func:`evaluate`, :func:`summary_lines` and the warning on test labels the model
+        never saw.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ from .persistence import ENSEMBLE_FORMAT_VERSION as ENSEMBLE_FORMAT_VERSION
 from .persistence import MANIFEST as MANIFEST
 from .scoring import evaluate as evaluate
 from .scoring import summary_lines as summary_lines
+from .scoring import unseen_classes_warning as unseen_classes_warning
 from .voters import SGD_MIN_SAMPLES, VOTER_STREAM, voter_seeds
 from .voters import hard_vote as hard_vote
 from .voters import make_model as make_model

@@ -23,7 +23,10 @@ def evaluate(model, X, y=None, *, client=None):
     -------
     dict
         ``y_pred``, ``votes`` (n_samples, n_voters), ``seconds``, and when ``y`` is
-        given ``accuracy``, ``macro_f1`` and ``voter_accuracy`` (one per voter).
+        given ``accuracy``, ``macro_f1``, ``voter_accuracy`` (one per voter),
+        ``unseen_classes`` (the labels of ``y`` that are not among ``model.classes_``,
+        sorted; every row with one counts as an error) and ``n_unseen`` (those rows).
+        :func:`unseen_classes_warning` words the last two for a user.
     """
     from sklearn.metrics import accuracy_score, f1_score
 
@@ -57,7 +60,27 @@ def evaluate(model, X, y=None, *, client=None):
         out["macro_f1"] = float(f1_score(y, y_pred, average="macro"))
         out["voter_accuracy"] = [float((votes[:, j] == y).mean())
                                  for j in range(votes.shape[1])]
+        labels, counts = np.unique(y, return_counts=True)
+        unseen = ~np.isin(labels, model.classes_)
+        out["unseen_classes"] = labels[unseen].tolist()
+        out["n_unseen"] = int(counts[unseen].sum())
     return out
+
+
+def unseen_classes_warning(model, evaluation):
+    """A sentence on the test labels the model never saw, or None when there are none.
+
+    Such labels usually mean another encoding of the classes (``{0, 1}`` against a model
+    trained on ``{-1, 1}``): the accuracy is then not the model's.
+    """
+    unseen = evaluation.get("unseen_classes")
+    if not unseen:
+        return None
+    n = len(evaluation["y_pred"])
+    return (f"{evaluation['n_unseen']} of {n} test rows have a label the model never saw "
+            f"({', '.join(map(str, unseen))}); the model's classes are "
+            f"{', '.join(map(str, model.classes_.tolist()))}. Those rows count as errors: "
+            "check that the test labels are encoded as the training labels were.")
 
 
 def summary_lines(model, evaluation=None):

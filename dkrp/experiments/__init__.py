@@ -5,7 +5,8 @@ Each experiment lives in its own module and defines ``EXPERIMENT``, an
 test suite and a first look, ``full`` for the published tables), a ``run``
 function yielding one row (a dict) per configuration and repeat, the columns that
 make its summary table, and its plots. :func:`run_experiment` runs one and writes
-``OUTPUT/NAME/`` (``runs.csv``, ``summary.md``, PNG plots, ``experiment.json``);
+``OUTPUT/NAME/`` (``runs.csv``, ``summary.md``, PNG plots, ``experiment.json``;
+``OUTPUT/NAME-quick/`` for the quick profile);
 :mod:`~dkrp.experiments.report` turns the committed ``results/*/runs.csv`` into
 ``results/REPRODUCTION.md`` beside the papers' numbers
 (:mod:`~dkrp.experiments.published`).
@@ -66,10 +67,11 @@ def get_experiment(name):
 
 
 def run_experiment(name, *, profile="quick", repeats=None, output="results", seed=0,
-                   client=None, report=None, overrides=None, tag=None):
-    """Run one experiment and write ``output/name/``; see :func:`._outputs.run_and_write`."""
+                   client=None, report=None, overrides=None, tag=None, overwrite=False):
+    """Run one experiment and write ``output/name[-tag]/`` (``full``) or
+    ``output/name[-tag]-profile/``; see :func:`._outputs.run_and_write`."""
     from ._outputs import run_and_write
 
     return run_and_write(get_experiment(name), profile=profile, repeats=repeats, output=output,
                          seed=seed, client=client, report=report, overrides=overrides,
-                         tag=tag)
+                         tag=tag, overwrite=overwrite)

@@ -1,10 +1,13 @@
-"""What a run writes: ``OUTPUT/NAME/`` with ``runs.csv``, ``summary.md``, plots and
-``experiment.json``.
+"""What a run writes: ``OUTPUT/NAME[-TAG]/`` with ``runs.csv``, ``summary.md``, plots and
+``experiment.json`` (``OUTPUT/NAME[-TAG]-PROFILE/`` for a profile other than ``full``).
 
-The folder is built beside its final place (``OUTPUT/.NAME.partial-PID``) and
+The folder is built beside its final place (``OUTPUT/.FOLDER.partial-PID``) and
 swapped in only when complete, so a killed run never leaves output that looks
-complete, and a folder dkrp did not write (no ``experiment.json`` made by
-``dkrp experiment``) is never replaced.
+complete. An existing result is replaced only when asked (``overwrite``), and then
+only dkrp's own files in it: a user's notes beside them stay. A folder dkrp did not
+write (no ``experiment.json`` made by ``dkrp experiment``) is never replaced, nor is a
+``full`` result by a run of another profile. A build folder left by a failed run is
+removed by the next run of the same folder once its process is gone.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import logging
 import os
 import platform
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -23,12 +27,15 @@ from ._protocol import PROFILES, RunContext
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MARKER", "environment", "method_color", "run_and_write", "save_figure",
-           "summary_frame", "summary_markdown"]
+__all__ = ["MARKER", "check_output", "environment", "folder_name", "method_color", "run_and_write",
+           "save_figure", "summary_frame", "summary_markdown"]
 
 #: The file that marks a folder as written by ``dkrp experiment``
 MARKER = "experiment.json"
 _MAKER = "dkrp experiment"
+#: The file that marks a build folder (``.FOLDER.partial-PID``) as dkrp's while it holds
+#: only dkrp's files: its host and process id say when it is stale
+_BUILD_MARKER = ".dkrp-build.json"
 
 
 def environment() -> dict:
@@ -73,25 +80,135 @@ def _git_commit() -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
-def _check_replaceable(folder: Path) -> None:
-    if not folder.exists():
-        return
-    marker = folder / MARKER
+def folder_name(name, profile="quick", tag=None) -> str:
+    """The folder a run writes under ``output``: ``NAME[-TAG]``, or ``NAME[-TAG]-PROFILE``
+    for a profile other than ``full``.
+
+    The published tables are ``full`` runs; a ``quick`` look sits beside them
+    (``results/spe-quick`` next to ``results/spe``) instead of in their place.
+    """
+    base = name if not tag else f"{name}-{tag}"
+    return base if profile == "full" else f"{base}-{profile}"
+
+
+def _marker(folder: Path):
+    """The folder's ``experiment.json`` if ``dkrp experiment`` wrote it, else None."""
     try:
-        made_by = json.loads(marker.read_text()).get("made_by")
-    except (OSError, ValueError, AttributeError):
-        made_by = None
-    if made_by != _MAKER:
+        meta = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("made_by") == _MAKER else None
+
+
+def _check_replaceable(folder: Path, profile: str, overwrite: bool):
+    """Refuse to replace ``folder`` unless it is dkrp's, ``overwrite`` is set and no
+    ``full`` result would give way to another profile's; return its marker (None: absent)."""
+    if not folder.exists():
+        return None
+    meta = _marker(folder)
+    if meta is None:
         raise FileExistsError(
             f"{folder} exists and was not written by `dkrp experiment` (no {MARKER} of "
             "ours in it); dkrp never replaces a folder it did not create: choose another "
             "--output or move it away."
         )
+    old = meta.get("profile")
+    if old == "full" and profile != "full":
+        raise FileExistsError(
+            f"{folder} holds a `--profile full` result; a `--profile {profile}` run never "
+            "replaces it, even with --overwrite: choose another --output or --tag, or move "
+            "the folder away."
+        )
+    if not overwrite:
+        raise FileExistsError(
+            f"{folder} already holds a result of `dkrp experiment` (profile {old}, started "
+            f"{meta.get('started_utc', '?')}); pass overwrite=True (--overwrite) to replace "
+            "it (only the files dkrp wrote there are replaced), or choose another --output "
+            "or --tag."
+        )
+    return meta
+
+
+def check_output(name, *, profile="quick", output="results", tag=None,
+                 overwrite=False) -> Path:
+    """The folder a run of experiment ``name`` would write, checked before any work.
+
+    Parameters
+    ----------
+    name : str
+        The experiment's name.
+    profile, output, tag, overwrite
+        As for :func:`run_and_write`.
+
+    Returns
+    -------
+    Path
+        ``output/`` :func:`folder_name`.
+
+    Raises
+    ------
+    ValueError
+        For a tag that is not letters, digits, '-' and '_'.
+    FileExistsError
+        When :func:`run_and_write` would refuse to replace the folder.
+    """
+    if tag and (not str(tag).replace("-", "").replace("_", "").isalnum()):
+        raise ValueError(f"tag must be letters, digits, '-' and '_', got {tag!r}.")
+    final = Path(output) / folder_name(name, profile, tag)
+    _check_replaceable(final, profile, overwrite)
+    return final
+
+
+def _own_files(meta) -> set:
+    """The names of the files dkrp wrote in a result folder, from its marker."""
+    names = meta.get("files")
+    if not isinstance(names, list):  # a folder written before markers listed their files
+        names = ["runs.csv", "summary.md", *(meta.get("plots") or [])]
+    # a name with a path in it is not one dkrp wrote: never follow it out of the folder
+    return {n for n in names if isinstance(n, str) and n not in ("", ".", "..")
+            and Path(n).name == n} | {MARKER}
+
+
+def _process_running(pid: int) -> bool:
+    import psutil
+
+    return psutil.pid_exists(pid)
+
+
+def _remove_stale_builds(parent: Path, name: str, report) -> None:
+    """Remove the build folders ``.NAME.partial-PID`` of runs whose process is gone.
+
+    Only a folder still marked as dkrp's build (:data:`_BUILD_MARKER`, written on this
+    host by process PID) is removed: once a build has taken in a user's files on its
+    way to replace a result, its marker is gone and it is left for the user.
+    """
+    for path in parent.glob(f".{name}.partial-*"):
+        pid = path.name.rpartition("-")[2]
+        if not pid.isdigit() or not path.is_dir():
+            continue
+        try:
+            info = json.loads((path / _BUILD_MARKER).read_text())
+        except (OSError, ValueError):
+            continue
+        if not (isinstance(info, dict) and info.get("made_by") == _MAKER
+                and info.get("pid") == int(pid) and info.get("host") == socket.gethostname()):
+            continue
+        # this process's own earlier build: a run in it that failed
+        if int(pid) != os.getpid() and _process_running(int(pid)):
+            continue
+        shutil.rmtree(path)
+        report(f"removed {path}, left by a failed run (process {pid} has ended)")
 
 
 def run_and_write(experiment, *, profile="quick", repeats=None, output="results", seed=0,
-                  client=None, report=None, overrides=None, tag=None) -> Path:
-    """Run ``experiment`` and write its folder ``output/<name>/``.
+                  client=None, report=None, overrides=None, tag=None,
+                  overwrite=False) -> Path:
+    """Run ``experiment`` and write its folder ``output/<name>[-<tag>]/`` (``full``) or
+    ``output/<name>[-<tag>]-<profile>/`` (another profile: :func:`folder_name`).
+
+    The folder is built beside its place (``.FOLDER.partial-PID``) and swapped in when
+    complete. A build folder of the same name left by a failed run whose process has
+    ended is removed first.
 
     Parameters
     ----------
@@ -112,6 +229,9 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
     tag : str, optional
         Write ``output/<name>-<tag>/`` instead, so that parts of a large experiment
         (one dataset each, say) sit side by side; the report reads them all.
+    overwrite : bool
+        Replace a result already in the folder. Only the files dkrp wrote there are
+        replaced; any other file in it (a user's notes) is kept in the new folder.
 
     Returns
     -------
@@ -121,7 +241,11 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
     Raises
     ------
     FileExistsError
-        When ``output/<name>`` exists and was not written by ``dkrp experiment``.
+        Before the run, when the folder exists and was not written by ``dkrp
+        experiment``, holds a result and ``overwrite`` is false, or holds a ``full``
+        result and ``profile`` is another. When the new result would overwrite a file
+        of the same name that dkrp did not write, after the run: the new result is
+        then left in its build folder, which the message names.
     RuntimeError
         When the run yields no rows.
     """
@@ -132,17 +256,20 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}.")
     report = report or (lambda line: None)
-    parent = Path(output)
-    folder_name = experiment.name if not tag else f"{experiment.name}-{tag}"
-    if tag and (not str(tag).replace("-", "").replace("_", "").isalnum()):
-        raise ValueError(f"tag must be letters, digits, '-' and '_', got {tag!r}.")
-    final = parent / folder_name
-    _check_replaceable(final)
+    final = check_output(experiment.name, profile=profile, output=output, tag=tag,
+                         overwrite=overwrite)
+    parent, name = final.parent, final.name
     parent.mkdir(parents=True, exist_ok=True)
-    partial = parent / f".{folder_name}.partial-{os.getpid()}"
+    _remove_stale_builds(parent, name, report)
+    partial = parent / f".{name}.partial-{os.getpid()}"
     if partial.exists():
-        shutil.rmtree(partial)
+        raise FileExistsError(
+            f"{partial} is left from an earlier run and is not marked as dkrp's build (it "
+            "may hold your files): look inside, move it away and rerun."
+        )
     partial.mkdir()
+    (partial / _BUILD_MARKER).write_text(json.dumps(
+        {"made_by": _MAKER, "host": socket.gethostname(), "pid": os.getpid()}) + "\n")
     started = _dt.datetime.now(_dt.timezone.utc)
     env = environment()
     meta = {
@@ -172,11 +299,13 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
         frame = _frame(rows)
         meta["plots"] = [p.name for p in _plots(experiment, frame, partial)]
         (partial / "summary.md").write_text(summary_markdown(experiment, frame, meta))
+        meta["files"] = sorted({p.name for p in partial.iterdir()} - {_BUILD_MARKER}
+                               | {MARKER})
         (partial / MARKER).write_text(json.dumps(meta, indent=2, default=str) + "\n")
     except BaseException:
         report(f"{experiment.name}: failed; partial rows kept in {partial} (not a result)")
         raise
-    _swap_in(partial, final)
+    _swap_in(partial, final, profile, overwrite)
     report(f"{experiment.name}: wrote {final}")
     return final
 
@@ -256,15 +385,41 @@ def save_figure(fig, folder, name, dpi=100) -> Path:
     return path
 
 
-def _swap_in(partial: Path, final: Path) -> None:
-    old = None
-    if final.exists():
-        _check_replaceable(final)  # again: it may have appeared while we ran
-        old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        final.rename(old)
+def _swap_in(partial: Path, final: Path, profile: str, overwrite: bool) -> None:
+    """Move the complete build ``partial`` to ``final``, taking along the files in an old
+    ``final`` that dkrp did not write; the old folder's own files are then deleted."""
+    # Past this point the build is a complete result, or takes in the user's files: without
+    # its marker no later run removes it as stale, whatever happens before the swap is done.
+    (partial / _BUILD_MARKER).unlink()
+    try:
+        meta = _check_replaceable(final, profile, overwrite)  # again: it may have appeared
+    except FileExistsError as exc:
+        raise FileExistsError(f"{exc} The new result is in {partial}.") from None
+    if meta is None:
+        partial.rename(final)
+        return
+    ours = _own_files(meta)
+    kept = sorted(p.name for p in final.iterdir() if p.name not in ours)
+    clash = [n for n in kept if (partial / n).exists()]
+    if clash:
+        raise FileExistsError(
+            f"{final} holds {', '.join(clash)}, which dkrp did not write, and the new "
+            f"result has files of the same name; nothing was replaced. The new result is "
+            f"in {partial}: rename those files, then move it into place yourself."
+        )
+    old = final.with_name(f".{final.name}.old-{os.getpid()}")
+    final.rename(old)
+    for name in kept:
+        (old / name).rename(partial / name)
     partial.rename(final)
-    if old is not None:
-        shutil.rmtree(old)
+    for name in ours:
+        path = old / name
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+    try:
+        old.rmdir()
+    except OSError:  # something appeared in it meanwhile: not ours to delete
+        logger.warning("kept %s: it holds files dkrp did not write", old)
 
 
 def summary_frame(experiment, frame):

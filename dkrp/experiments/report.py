@@ -2,8 +2,9 @@
 
 For each published value (:mod:`~dkrp.experiments.published`) the report finds
 the runs of the same experiment, dataset, method and parameters in the ``full``
-profile's ``RESULTS/<experiment>[-<tag>]/runs.csv`` (``quick`` runs use slices of
-the data and are never judged against the papers), and prints the paper's value, ours (mean ± std
+profile's ``RESULTS/<experiment>[-<tag>]/runs.csv`` (``quick`` runs, in
+``<experiment>[-<tag>]-quick/``, use slices of the data and are never judged against the
+papers), and prints the paper's value, ours (mean ± std
 over the repeats, and how many) and a verdict:
 
 ``agrees``

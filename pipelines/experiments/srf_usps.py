@@ -11,7 +11,8 @@ cluster, ``--n-workers`` for an embedded one, ``--local`` for none)::
     python pipelines/experiments/srf_usps.py --profile full --scheduler tls://scheduler:8786
     python pipelines/experiments/srf_usps.py --profile quick --local --output /tmp/results
 
-writes OUTPUT/srf/ (runs.csv, summary.md, PNG plots, experiment.json); data come from
+writes OUTPUT/srf/ (OUTPUT/srf-quick/ for --profile quick; runs.csv, summary.md, PNG plots,
+experiment.json; an existing result needs --overwrite); data come from
 DKRP_DATA_DIR.
 """
 
