@@ -261,3 +261,107 @@ def test_verify_of_a_store_without_checksums(tmp_path):
     assert [p["file"] for p in report["problems"]] == ["Z/c/1/0"]
     with pytest.raises(ValueError, match=r"Z/c/1/0"):
         open_features(old)
+
+
+# -- the labels y of a feature store (issue 29, item 2) ---------------------------------------
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    """A dataset store with labels (from a CSV) and two feature stores of the same job."""
+    rng = np.random.default_rng(11)
+    X, y = rng.standard_normal((230, 6)), rng.integers(0, 3, 230)
+    rows = [",".join(repr(float(v)) for v in row) + f",{label}"
+            for row, label in zip(X, y, strict=True)]
+    (tmp_path / "x.csv").write_text("\n".join(["a,b,c,d,e,f,label", *rows]) + "\n")
+    ingest(tmp_path / "x.csv", tmp_path / "x.zarr", label_column="label", chunk_rows=CHUNK)
+    for name in ("clean.zarr", "f.zarr"):
+        featurize_to_store(tmp_path / "x.zarr", tmp_path / name, _krp(), progress=False)
+    assert store_digest(tmp_path / "clean.zarr") == store_digest(tmp_path / "f.zarr")
+    return tmp_path
+
+
+def _damage_labels(store):
+    """Delete the last (short) chunk of y and flip a byte of chunk 1."""
+    (store / "y" / "c" / "4").unlink()
+    chunk = store / "y" / "c" / "1"
+    flip_byte(chunk, offset=chunk.stat().st_size // 2)
+
+
+def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled):
+    # before: verify and verify --repair said OK, while read_features refused the store
+    # and told the user to run verify --repair (a loop with no exit)
+    from dkrp import read_features
+    from dkrp.errors import ChunkError
+    from dkrp.feature_store import verify_store
+
+    store = labelled / "f.zarr"
+    _damage_labels(store)
+    with pytest.raises(ChunkError, match=r"array 'y'.*y/c/4.*--repair"):
+        read_features(store)
+    (store / "Z" / "c" / "3" / "0").unlink()  # and a chunk of Z, repaired beside them
+    report = verify_store(store)
+    assert not report["ok"] and report["checksums"] and report["chunks_checked"] == 15
+    assert report["arrays"]["y"] == {"chunks": 5, "checksums": True}
+    assert [(p["array"], p["chunk"], p["file"], p["problem"]) for p in report["problems"]] == [
+        ("Z", (3, 0), "Z/c/3/0", "missing"), ("y", (1,), "y/c/1", "corrupt"),
+        ("y", (4,), "y/c/4", "missing")]
+    assert report["bad_chunks"] == [3] and report["bad_labels"] == [1, 4]
+    assert report["advice"] == (
+        f"Run `dkrp verify {store} --repair` to recompute the 1 bad chunk(s) of Z from the "
+        "spec and the input and copy the 2 bad chunk(s) of the labels y from the input.")
+
+    repaired = verify_store(store, repair=True)  # dask's local scheduler
+    assert repaired["ok"] and repaired["repaired"] == [3]
+    assert repaired["repaired_labels"] == [1, 4]
+    assert store_digest(store) == store_digest(labelled / "clean.zarr")  # every file
+    assert verify_store(store) == {**verify_store(labelled / "clean.zarr"),
+                                   "path": str(store)}
+    Z, y = read_features(store)
+    assert np.array_equal(y, open_dataset(labelled / "x.zarr").y.compute())
+
+
+def test_dkrp_verify_command_reports_and_repairs_a_label_chunk(labelled):
+    # only labels to copy: no cluster is started, nothing is recomputed
+    store = labelled / "f.zarr"
+    _damage_labels(store)
+    r = CliRunner().invoke(main, ["verify", str(store)])
+    assert r.exit_code == 1, r.output
+    assert "15 chunks in 3 array(s) checked, crc32c checksums" in r.output
+    assert "CORRUPT y/c/1 (chunk (1,))" in r.output and "MISSING y/c/4 (chunk (4,))" in r.output
+    assert f"dkrp verify {store} --repair" in r.output
+    r = CliRunner().invoke(main, ["verify", str(store), "--repair", "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "repaired 2 label chunk(s) of y (1, 4): copied from the input" in r.output
+    assert "chunk(s) (" not in r.output.replace("label chunk(s) of y (", "")
+    assert r.output.rstrip().endswith("OK")
+    assert store_digest(store) == store_digest(labelled / "clean.zarr")
+
+
+def test_verify_refuses_a_store_that_lost_its_labels_array(labelled):
+    # before: the store said it held labels, verify said OK and read_features refused it
+    from dkrp.feature_store import FeatureStoreError, verify_store
+
+    store = labelled / "f.zarr"
+    (store / "y" / "zarr.json").unlink()
+    with pytest.raises(FeatureStoreError, match=r"labels but has no array y \(y/zarr\.json"):
+        verify_store(store)
+
+
+def test_repair_of_labels_from_an_in_memory_input_needs_its_labels(tmp_path):
+    # a store written from a dask array with labels: the array alone cannot repair y
+    from dkrp.feature_store import FeatureStoreError, verify_store
+
+    rng = np.random.default_rng(12)
+    X = da.from_array(rng.standard_normal((230, 6)), chunks=(CHUNK, 6))
+    y = rng.standard_normal(230)
+    for name in ("clean.zarr", "f.zarr"):
+        featurize_to_store(X, tmp_path / name, _krp(), labels=y, progress=False)
+    store = tmp_path / "f.zarr"
+    (store / "y" / "c" / "2").unlink()
+    before = store_digest(store)
+    with pytest.raises(FeatureStoreError, match=r"labels=y"):
+        verify_store(store, repair=True, input=X)
+    assert store_digest(store) == before
+    assert verify_store(store, repair=True, input=X, labels=y)["repaired_labels"] == [2]
+    assert store_digest(store) == store_digest(tmp_path / "clean.zarr")

@@ -224,6 +224,10 @@ def _verify_lines(report: dict):
         chunks = ", ".join(str(i) for i in report["repaired"])
         yield (f"  repaired {len(report['repaired'])} chunk(s) ({chunks}): recomputed from the "
                "spec and the input and rewritten")
+    if report.get("repaired_labels"):
+        chunks = ", ".join(str(i) for i in report["repaired_labels"])
+        yield (f"  repaired {len(report['repaired_labels'])} label chunk(s) of y ({chunks}): "
+               "copied from the input")
     if report["ok"]:
         yield "  OK" + ("" if report["complete"] else " (but incomplete)")
 
@@ -232,7 +236,8 @@ def _verify_lines(report: dict):
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
 @click.option("--repair", is_flag=True,
               help="Feature stores: recompute the missing and corrupt chunks from the spec "
-                   "and the input and rewrite them (byte-identical to a clean run).")
+                   "and the input, copy bad label chunks from the input, and rewrite them "
+                   "(byte-identical to a clean run).")
 @click.option("--input", "input_path", type=click.Path(exists=True),
               help="The input to recompute from (default: the path recorded in the store).")
 @_cluster_options
@@ -243,7 +248,8 @@ def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memo
 
     With --repair, a feature store's missing and corrupt chunks are recomputed
     from its spec and its input (checked against the input fingerprint in the
-    store) on a Dask cluster and rewritten; nothing else is written. A dataset
+    store) on a Dask cluster and rewritten, and bad chunks of its labels are
+    copied from the input; nothing else is written. A dataset
     store cannot be rebuilt from itself: re-ingest it from its source. Exits
     with status 1 when a bad chunk remains.
 

@@ -435,14 +435,7 @@ def _write_labels(path: Path, labels, chunk_rows: int):
     import zarr
     from zarr.codecs import ZstdCodec
 
-    values = labels.compute() if hasattr(labels, "compute") else labels
-    values = np.asarray(values)
-    if values.dtype.kind in "biu":
-        values = values.astype(np.int64)
-    elif values.dtype.kind == "f":
-        values = values.astype(np.float64)
-    else:
-        raise ValueError(f"labels must be numeric, got dtype {values.dtype}.")
+    values = label_values(labels)
     group = zarr.open_group(str(path), mode="r+")
     y = group.create_array(
         "y", shape=values.shape, chunks=(max(1, int(chunk_rows)),), dtype=values.dtype,
@@ -451,6 +444,31 @@ def _write_labels(path: Path, labels, chunk_rows: int):
         dimension_names=("sample",),  # xarray.open_zarr's dimensions
     )
     y[:] = values
+
+
+def label_values(labels) -> np.ndarray:
+    """``labels`` (array-like or dask array) read whole, as array ``y`` stores them:
+    int64 for integral labels, float64 for real ones."""
+    values = np.asarray(labels.compute() if hasattr(labels, "compute") else labels)
+    if values.dtype.kind in "biu":
+        return values.astype(np.int64)
+    if values.dtype.kind == "f":
+        return values.astype(np.float64)
+    raise ValueError(f"labels must be numeric, got dtype {values.dtype}.")
+
+
+def _write_label_chunks(path: Path, values: np.ndarray, chunks) -> None:
+    """Rewrite chunks ``chunks`` (indices) of array ``y`` of the store at ``path`` from
+    ``values`` (all the labels, :func:`label_values`); its other chunks are not touched."""
+    import zarr
+
+    from .._chunks import chunk_key, chunk_region
+
+    y = zarr.open_array(str(path / "y"), mode="r+").with_config({"write_empty_chunks": True})
+    for i in chunks:
+        (path / "y" / chunk_key(y, (i,))).unlink(missing_ok=True)  # a corrupt one is not read
+        region = chunk_region(y, (i,))
+        y[region] = values[region]
 
 
 def _done_chunks(path: Path, n_chunks: int) -> np.ndarray:

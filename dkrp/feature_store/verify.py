@@ -9,7 +9,8 @@ and the input recorded in its attributes: features are reproducible, so the
 repaired store is byte-identical to a clean run. The input is first checked
 against the store's input fingerprint (:func:`dkrp.feature_store.plan_features`
 refuses another input), and the chunks are rewritten by the same chunk-write
-tasks as ``featurize`` (:mod:`dkrp.feature_store.tasks`). A dataset store cannot
+tasks as ``featurize`` (:mod:`dkrp.feature_store.tasks`). Bad chunks of the labels
+``y`` are copied again from the input's labels. A dataset store cannot
 be rebuilt from itself: :func:`dkrp.io.verify_dataset` says how to re-ingest it.
 """
 
@@ -29,8 +30,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["verify_features", "verify_store"]
 
 
-def verify_store(path, *, repair=False, client=None, input=None, progress=False,
-                 retries=0) -> dict:
+def verify_store(path, *, repair=False, client=None, input=None, labels=None,
+                 progress=False, retries=0) -> dict:
     """Check every chunk of a dataset or feature store; repair a feature store's bad ones.
 
     Parameters
@@ -42,7 +43,7 @@ def verify_store(path, *, repair=False, client=None, input=None, progress=False,
         Feature stores: recompute and rewrite exactly the missing and corrupt chunks
         (see :func:`verify_features`). Dataset stores cannot be repaired from
         themselves; the report's ``advice`` says how to re-ingest.
-    client, input, progress, retries
+    client, input, labels, progress, retries
         See :func:`verify_features` (only ``client`` applies to dataset stores).
 
     Returns
@@ -53,7 +54,8 @@ def verify_store(path, *, repair=False, client=None, input=None, progress=False,
         crc32c checksums: changed bytes cannot be detected in those), ``arrays``,
         ``chunks_checked``, ``problems`` (each ``{"array", "chunk", "file",
         "problem": "missing"|"corrupt", "detail"}``), ``repaired`` (chunk indices
-        rewritten) and ``advice`` (what to do, or None).
+        rewritten; of ``Z`` in a feature store) and ``advice`` (what to do, or None).
+        A feature store's report has the keys of :func:`verify_features` too.
 
     Raises
     ------
@@ -76,18 +78,21 @@ def verify_store(path, *, repair=False, client=None, input=None, progress=False,
         raise FeatureStoreError(
             f"{path} is not a dkrp dataset or feature store (attribute dkrp_format is {kind!r})."
         )
-    return verify_features(path, repair=repair, client=client, input=input,
+    return verify_features(path, repair=repair, client=client, input=input, labels=labels,
                            progress=progress, retries=retries)
 
 
-def verify_features(path, *, repair=False, client=None, input=None, progress=False,
-                    retries=0, check=True) -> dict:
+def verify_features(path, *, repair=False, client=None, input=None, labels=None,
+                    progress=False, retries=0, check=True) -> dict:
     """Check every chunk of a feature store and, with ``repair``, rewrite the bad ones.
 
-    A chunk is bad when its ``Z`` chunk file is missing or corrupt although it is
+    Every array is checked: ``Z``, ``done`` and, in a store with labels, ``y``. A
+    chunk is bad when its ``Z`` chunk file is missing or corrupt although it is
     marked done (or the store is complete), or its ``done`` marker is corrupt (or
     missing from a complete store). The chunks of an unfinished run that are not
-    done yet are not bad: they are counted as ``pending`` (rerun featurize).
+    done yet are not bad: they are counted as ``pending`` (rerun featurize). Every
+    missing or corrupt chunk of ``y`` is bad (labels are written before the first
+    chunk of ``Z``).
 
     Parameters
     ----------
@@ -95,15 +100,20 @@ def verify_features(path, *, repair=False, client=None, input=None, progress=Fal
         The feature store.
     repair : bool, default=False
         Recompute the bad chunks from the store's spec and its input and rewrite
-        them (their ``Z`` chunk and ``done`` marker): the store becomes
-        byte-identical to a clean run. Nothing else in the store is written.
+        them (their ``Z`` chunk and ``done`` marker), and copy the bad chunks of
+        ``y`` from the input's labels: the store becomes byte-identical to a clean
+        run. Nothing else in the store is written.
     client : distributed.Client or callable, optional
         The cluster that recomputes the chunks (a zero-argument callable is called
         only when there is something to repair). A client also reads the chunks
         for the check; default, dask's default scheduler.
     input : str, os.PathLike or dask.array.Array, optional
         The input to recompute from. Default: the ``source_path`` recorded in the
-        store's input fingerprint. Either way it must match that fingerprint.
+        store's input fingerprint. Either way it must match that fingerprint (a
+        copy of the input at another path does: see :func:`~dkrp.feature_store.input_fingerprint`).
+    labels : array-like of shape (n_samples,), optional
+        The labels to repair ``y`` from, when ``input`` is a dask array (a dataset
+        store brings its own).
     progress : bool or callable, default=False
         As for :func:`dkrp.feature_store.write_features`.
     retries : int, default=0
@@ -114,8 +124,15 @@ def verify_features(path, *, repair=False, client=None, input=None, progress=Fal
     Returns
     -------
     dict
-        As :func:`verify_store`, plus ``bad_chunks`` (chunk indices found bad) and
-        ``pending`` (chunks an unfinished run has not written yet).
+        As :func:`verify_store`, plus ``bad_chunks`` (chunk indices of ``Z`` found
+        bad), ``bad_labels`` (of ``y``), ``repaired_labels`` (chunks of ``y``
+        rewritten) and ``pending`` (chunks an unfinished run has not written yet).
+
+    Raises
+    ------
+    FeatureStoreError
+        As :func:`verify_store`; also a store that says it holds labels but lacks
+        array ``y``, and a repair of ``y`` from an input without labels.
     """
     import zarr
 
@@ -135,11 +152,22 @@ def verify_features(path, *, repair=False, client=None, input=None, progress=Fal
         except Exception:  # noqa: BLE001 - a corrupt marker, reported by check_arrays
             pass
     reader = None if callable(client) else client
-    report = check_arrays(path, ["Z", "done"], client=reader)
+    names = ["Z", "done"]
+    labels_meta = path / "y" / "zarr.json"
+    if attrs.get("has_labels") is True and not labels_meta.is_file():
+        raise FeatureStoreError(f"{path} says it holds labels but has no array y (y/zarr.json "
+                                "is missing): the store is damaged. Featurize the input again.")
+    if labels_meta.is_file():
+        names.append("y")
+    report = check_arrays(path, names, client=reader)
 
-    problems, bad = [], set()
+    problems, bad, bad_labels = [], set(), set()
     for p in report["problems"]:
         i = int(p["chunk"][0])
+        if p["array"] == "y":  # written whole before the first chunk of Z: never pending
+            problems.append(p)
+            bad_labels.add(i)
+            continue
         counts = (p["problem"] == "corrupt" and p["array"] == "done") or complete or done[i]
         if counts:
             problems.append(p)
@@ -149,27 +177,34 @@ def verify_features(path, *, repair=False, client=None, input=None, progress=Fal
         "format": FEATURES_FORMAT,
         "path": str(path),
         "complete": complete,
-        "ok": not bad,
+        "ok": not (bad or bad_labels),
         "checksums": all(a["checksums"] for a in report["arrays"].values()),
         "arrays": report["arrays"],
         "chunks_checked": report["chunks_checked"],
         "problems": problems,
         "bad_chunks": sorted(bad),
+        "bad_labels": sorted(bad_labels),
         "pending": pending,
         "repaired": [],
+        "repaired_labels": [],
         "advice": None,
     }
-    if bad and not repair:
-        result["advice"] = (f"Run `dkrp verify {path} --repair` to recompute the "
-                            f"{len(bad)} bad chunk(s) from the spec and the input.")
-    if bad and repair:
-        _repair(path, attrs, sorted(bad), client=client, input=input, progress=progress,
-                retries=retries, check=check)
-        result["repaired"] = sorted(bad)
+    if (bad or bad_labels) and not repair:
+        what = [f"recompute the {len(bad)} bad chunk(s) of Z from the spec and the input"
+                ] if bad else []
+        what += [f"copy the {len(bad_labels)} bad chunk(s) of the labels y from the input"
+                 ] if bad_labels else []
+        result["advice"] = f"Run `dkrp verify {path} --repair` to {' and '.join(what)}."
+    if (bad or bad_labels) and repair:
+        _repair(path, attrs, sorted(bad), sorted(bad_labels), client=client, input=input,
+                labels=labels, progress=progress, retries=retries, check=check)
+        result["repaired"], result["repaired_labels"] = sorted(bad), sorted(bad_labels)
         left = _recheck(path, sorted(bad))
-        result["ok"] = not left
-        if left:  # pragma: no cover - defensive: the rewrite did not take
-            result["advice"] = f"Chunks {left} are still bad after the repair."
+        left_labels = [c[0] for c, _ in _check_chunks(path / "y", [(i,) for i in bad_labels])]
+        result["ok"] = not (left or left_labels)
+        if not result["ok"]:  # pragma: no cover - defensive: the rewrite did not take
+            result["advice"] = (f"Chunks {left} of Z and {left_labels} of y are still bad "
+                                "after the repair.")
     if pending and result["ok"]:
         result["advice"] = (f"The store is incomplete: {pending} of {n_chunks} chunks are "
                             "not written yet. Run the same featurize command again to "
@@ -177,14 +212,17 @@ def verify_features(path, *, repair=False, client=None, input=None, progress=Fal
     return result
 
 
-def _repair(path, attrs, bad, *, client, input, progress, retries, check):
-    """Recompute chunks ``bad`` of the store at ``path`` and rewrite them."""
+def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, retries,
+            check):
+    """Recompute chunks ``bad`` of ``Z`` of the store at ``path`` and rewrite them; copy
+    chunks ``bad_labels`` of ``y`` from the input's labels."""
     import dask.array as da
 
     from .._spec import from_spec
-    from ..jobs import open_input
+    from ..jobs import _open
     from ..parallel import check_workers
     from .encoding import store_options
+    from .format import _write_label_chunks, label_values
     from .plan import plan_features
     from .tasks import _run_tasks
     from .write import _remove_partial_files
@@ -201,14 +239,33 @@ def _repair(path, attrs, bad, *, client, input, progress, retries, check):
         X, provenance = source, None
     else:
         try:
-            X, provenance = open_input(source)
+            X, provenance, opened_labels = _open(source)
         except FileNotFoundError as exc:
             raise FeatureStoreError(
                 f"Cannot repair {path}: its input {source} is gone ({exc}). Pass the same "
                 "input (--input PATH), or featurize it again."
             ) from exc
+        labels = opened_labels if labels is None else labels
+    where = "the input given" if isinstance(source, da.Array) else f"the input {source}"
     # the same checks as a resume: another input, spec, dtype or shape is refused here
     plan = plan_features(X, projector, path, source=provenance, **store_options(attrs))
+    if bad_labels:
+        if labels is None:
+            raise FeatureStoreError(
+                f"Cannot repair the labels of {path}: {where} has no labels. Pass the "
+                "dataset store it was made from (--input PATH)."
+                if not isinstance(source, da.Array) else
+                f"Cannot repair the labels of {path}: pass the input's labels too "
+                "(verify_features(..., input=X, labels=y)).")
+        values = label_values(labels)
+        if values.shape != (int(attrs["n_samples"]),):
+            raise FeatureStoreError(
+                f"Cannot repair the labels of {path}: the input has {values.shape[0]} "
+                f"labels, the store {attrs['n_samples']} rows.")
+        logger.info("%s: copying chunks %s of the labels from the input", path, bad_labels)
+        _write_label_chunks(path, values, bad_labels)
+    if not bad:
+        return
 
     import zarr
 
