@@ -32,7 +32,25 @@ class FeatureStoreError(StoreError):
 
 
 class FeatureStoreMismatchError(FeatureStoreError, ValueError):
-    """An existing store was made by another projector, input, dtype or shape."""
+    """An existing store was made by another projector, input, dtype or shape.
+
+    Attributes
+    ----------
+    problems : tuple of str
+        Each difference between the store and this run, as the message names it (empty
+        when the message says it otherwise).
+    """
+
+    def __init__(self, message, *, problems=()):
+        super().__init__(message)
+        self.problems = tuple(str(p) for p in problems)
+
+    def __reduce__(self):  # picklable (it may cross process boundaries)
+        return (_rebuild_mismatch_error, (str(self), self.problems))
+
+
+def _rebuild_mismatch_error(message, problems):
+    return FeatureStoreMismatchError(message, problems=problems)
 
 
 class PartitionInputError(ValueError):

@@ -276,11 +276,108 @@ def test_input_fingerprint_fields_dense_sparse_and_empty():
     assert empty["edge_rows_sha256"] == hashlib.sha256().hexdigest() and empty["shape"] == [0, 4]
     pending = input_fingerprint(da.from_array(values, chunks=(10, 4)), edge_rows=False)
     assert pending == {**dense, "edge_rows_sha256": None}
-    source = {"path": Path("/data/x.zarr"), "name": "x", "rows": 30}
-    text = '{"name": "x", "path": "/data/x.zarr", "rows": 30}'  # sorted keys, str()
+    source = {"path": Path("/data/x.zarr"), "name": "x", "rows": 30, "when": Path("/a")}
+    text = '{"name": "x", "rows": 30, "when": "/a"}'  # sorted keys, str(), no path
     assert input_fingerprint(da.from_array(values, chunks=(10, 4)), source=source) == {
         **dense, "source_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "source_path": "/data/x.zarr"}
     named = input_fingerprint(da.from_array(values, chunks=(10, 4)), source="/data/path.csv")
     assert named == {**dense, "source_sha256": hashlib.sha256(b'"/data/path.csv"').hexdigest()}
 
+
+
+# -- an input is what it holds, not where it is (issue 29, item 3) ----------------------------
+
+
+def _npy_store(tmp_path, seed=10):
+    """A .npy input and a complete feature store of it, with its Z chunk 2 deleted."""
+    from dkrp import featurize_to_store
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(seed).standard_normal((1000, 12)))
+    out = tmp_path / "f.zarr"
+    featurize_to_store(tmp_path / "x.npy", out, _krp(), chunk_rows=250, progress=False)
+    clean = (out / "Z" / "c" / "2" / "0").read_bytes()
+    (out / "Z" / "c" / "2" / "0").unlink()
+    return out, clean
+
+
+def test_a_moved_input_resumes_its_store_and_a_changed_one_at_the_same_path_does_not(
+        tmp_path, caplog):
+    # before: a byte-identical copy was "input source_sha256: store ..., this run ...",
+    # refused, because the path was hashed with the rest
+    import shutil
+
+    from dkrp import featurize_to_store
+
+    out, clean = _npy_store(tmp_path)
+    shutil.move(tmp_path / "x.npy", tmp_path / "moved.npy")
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store"):
+        summary, _, action = featurize_to_store(tmp_path / "moved.npy", out, _krp(),
+                                                progress=False)
+    assert action == "resume" and summary["chunks_written"] == 1
+    assert (out / "Z" / "c" / "2" / "0").read_bytes() == clean
+    assert (f"{out}: its input, made from {tmp_path / 'x.npy'}, is read from "
+            f"{tmp_path / 'moved.npy'} (the same content)") in caplog.messages
+    assert _attrs(out)["input"]["source_path"] == str(tmp_path / "moved.npy")  # the hint
+
+    # other content at the store's own path: refused, naming the content's hash
+    (out / "Z" / "c" / "2" / "0").unlink()
+    data = np.load(tmp_path / "moved.npy")
+    data[500, 3] += 1.0  # not an edge row: only the file's hash tells it apart
+    np.save(tmp_path / "moved.npy", data)
+    before = _attrs(out)
+    with pytest.raises(FeatureStoreMismatchError, match="input source_sha256") as info:
+        featurize_to_store(tmp_path / "moved.npy", out, _krp(), progress=False)
+    assert "source_path" not in str(info.value) and _attrs(out) == before
+
+
+def _legacy_fingerprint(out):
+    """Rewrite ``out``'s input fingerprint as dkrp wrote it before inputs were identified
+    by content: the provenance hashed with its path. Returns that provenance."""
+    import hashlib
+    import json
+
+    from dkrp._store import write_attrs
+    from dkrp.jobs import open_input
+
+    group = zarr.open_group(str(out), mode="r+")
+    attrs = group.attrs.asdict()
+    _, provenance = open_input(attrs["input"]["source_path"])
+    text = json.dumps(provenance, sort_keys=True, default=str)
+    attrs["input"]["source_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    write_attrs(group, attrs)
+    return provenance
+
+
+def test_a_store_with_an_earlier_fingerprint_resumes_from_its_input_or_a_copy(tmp_path):
+    import shutil
+
+    from dkrp import featurize_to_store
+    from dkrp.jobs import open_input
+
+    out, clean = _npy_store(tmp_path)
+    _legacy_fingerprint(out)
+    legacy = _attrs(out)["input"]
+    shutil.copy(tmp_path / "x.npy", tmp_path / "copy.npy")
+    X, provenance = open_input(tmp_path / "copy.npy")
+    plan = plan_features(X, _krp(), out, source=provenance)
+    assert (plan["action"], plan["missing"]) == ("resume", 1)
+    summary, _, action = featurize_to_store(tmp_path / "x.npy", out, _krp(), progress=False)
+    assert action == "resume" and (out / "Z" / "c" / "2" / "0").read_bytes() == clean
+    # the finished store records today's fingerprint: the same but for the hash
+    now = _attrs(out)["input"]
+    assert now["source_sha256"] != legacy["source_sha256"]
+    assert now == {**legacy, "source_sha256": now["source_sha256"]}
+
+    # an earlier fingerprint of other content is refused, though the shape, dtype and
+    # edge rows are the same: only the hash of the file tells them apart
+    data = np.load(tmp_path / "x.npy")
+    data[500, 3] += 1.0
+    (tmp_path / "b").mkdir()
+    np.save(tmp_path / "b" / "x.npy", data)
+    other = tmp_path / "b" / "f.zarr"
+    featurize_to_store(tmp_path / "b" / "x.npy", other, _krp(), chunk_rows=250,
+                       progress=False)
+    _legacy_fingerprint(other)
+    with pytest.raises(FeatureStoreMismatchError, match="input source_sha256"):
+        featurize_to_store(tmp_path / "copy.npy", other, _krp(), progress=False)

@@ -164,9 +164,15 @@ def test_repair_refuses_an_input_that_is_not_the_fingerprinted_one(stores):
     np.save(stores / "x.npy", np.random.default_rng(8).standard_normal((230, 6)))
     ingest(stores / "x.npy", stores / "x.zarr", chunk_rows=CHUNK, overwrite=True)
     before = store_digest(store)
-    with pytest.raises(FeatureStoreMismatchError, match="input"):
+    with pytest.raises(FeatureStoreMismatchError, match="input") as err:
         verify_store(store, repair=True)
     assert store_digest(store) == before  # nothing touched
+    # the differences travel with the error, across processes too
+    import pickle
+
+    assert err.value.problems and err.value.problems[0].startswith("input edge_rows_sha256")
+    copy = pickle.loads(pickle.dumps(err.value))
+    assert (str(copy), copy.problems) == (str(err.value), err.value.problems)
 
 
 def test_repair_refuses_a_store_whose_spec_was_edited(stores):
@@ -365,3 +371,40 @@ def test_repair_of_labels_from_an_in_memory_input_needs_its_labels(tmp_path):
     assert store_digest(store) == before
     assert verify_store(store, repair=True, input=X, labels=y)["repaired_labels"] == [2]
     assert store_digest(store) == store_digest(tmp_path / "clean.zarr")
+
+
+# -- repairing from a moved or copied input (issue 29, item 3) --------------------------------
+
+
+def test_repair_from_a_byte_identical_copy_of_the_input(labelled):
+    # before: refused ("input source_path ...; input source_sha256 ..."), advising
+    # --overwrite, a flag verify does not have
+    from dkrp.feature_store import verify_store
+
+    store = labelled / "f.zarr"
+    _damage_labels(store)
+    _damage(store)
+    shutil.copytree(labelled / "x.zarr", labelled / "copy.zarr")
+    shutil.rmtree(labelled / "x.zarr")  # the recorded input is gone
+    report = verify_store(store, repair=True, input=labelled / "copy.zarr")
+    assert report["ok"] and report["repaired"] == [1, 4]
+    assert report["repaired_labels"] == [1, 4]
+    assert store_digest(store) == store_digest(labelled / "clean.zarr")  # every file
+
+
+def test_dkrp_verify_refusing_another_input_advises_only_its_own_flags(stores):
+    # before: "... or pass overwrite=True (--overwrite) to replace it", which verify lacks
+    store = stores / "f.zarr"
+    _damage(store)
+    np.save(stores / "x.npy", np.random.default_rng(8).standard_normal((230, 6)))
+    ingest(stores / "x.npy", stores / "other.zarr", chunk_rows=CHUNK)
+    before = store_digest(store)
+    r = CliRunner().invoke(main, ["verify", str(store), "--repair", "--input",
+                                  str(stores / "other.zarr")])
+    assert r.exit_code == 1, r.output
+    assert (f"Cannot repair {store}: the input {stores / 'other.zarr'} is not the one it was "
+            "made from: input edge_rows_sha256: store ") in r.output
+    assert ("Nothing was changed. Pass the input the store was made from (--input PATH), or "
+            "featurize that input again into a new store.") in r.output
+    assert "overwrite" not in r.output
+    assert store_digest(store) == before

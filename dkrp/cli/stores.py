@@ -239,7 +239,8 @@ def _verify_lines(report: dict):
                    "and the input, copy bad label chunks from the input, and rewrite them "
                    "(byte-identical to a clean run).")
 @click.option("--input", "input_path", type=click.Path(exists=True),
-              help="The input to recompute from (default: the path recorded in the store).")
+              help="The input to recompute from (default: the path recorded in the store); "
+                   "a moved or copied input is accepted when its content is the same.")
 @_cluster_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memory_limit,
@@ -249,7 +250,8 @@ def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memo
     With --repair, a feature store's missing and corrupt chunks are recomputed
     from its spec and its input (checked against the input fingerprint in the
     store) on a Dask cluster and rewritten, and bad chunks of its labels are
-    copied from the input; nothing else is written. A dataset
+    copied from the input; nothing else is written. An input is known by its
+    content, not its path: a moved or copied one is given with --input. A dataset
     store cannot be rebuilt from itself: re-ingest it from its source. Exits
     with status 1 when a bad chunk remains.
 

@@ -208,8 +208,10 @@ def input_fingerprint(X, source=None, *, edge_rows=True) -> dict:
     X : dask.array.Array
     source : dict, optional
         Provenance of ``X``, e.g. the attributes of the dataset store it was read
-        from (``dkrp.io.open_dataset(...).attrs``) plus its path. Recorded as a
-        SHA-256 of its canonical JSON, and the path where given.
+        from (``dkrp.io.open_dataset(...).attrs``) plus its ``path``. Recorded as a
+        SHA-256 of its canonical JSON without the path (what the input *is*: a
+        byte-identical copy elsewhere has the same), and the path apart, as a hint of
+        where to find it (``source_path``).
     edge_rows : bool, default True
         Read the first and last rows now. False leaves ``edge_rows_sha256`` None
         (:func:`fingerprint_pending`): a new store's run reads them with its first
@@ -219,9 +221,10 @@ def input_fingerprint(X, source=None, *, edge_rows=True) -> dict:
     -------
     dict
         ``shape``, ``dtype``, ``storage`` (dense/csr), ``source_sha256`` (of
-        ``source``, or None) and ``edge_rows_sha256``: a hash of the first and last
-        rows (so a different array of the same shape is caught even without
-        provenance).
+        ``source`` less its path, or None), ``edge_rows_sha256``: a hash of the first
+        and last rows (so a different array of the same shape is caught even without
+        provenance), and ``source_path`` when ``source`` has a path. Earlier versions
+        of dkrp hashed the path with the rest (:func:`legacy_source_sha256`).
     """
     sparse = _is_sparse_meta(X)
     n = int(X.shape[0])
@@ -238,11 +241,43 @@ def input_fingerprint(X, source=None, *, edge_rows=True) -> dict:
         "source_sha256": None,
     }
     if source is not None:
-        text = json.dumps(source, sort_keys=True, default=str)
-        fp["source_sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        if isinstance(source, dict) and "path" in source:
+        located = isinstance(source, dict) and "path" in source
+        content = {k: v for k, v in source.items() if k != "path"} if located else source
+        fp["source_sha256"] = _sha256_json(content)
+        if located:
             fp["source_path"] = str(source["path"])
     return fp
+
+
+def _sha256_json(value) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def legacy_source_sha256(source, path) -> str | None:
+    """The ``source_sha256`` that earlier dkrp recorded for ``source`` found at ``path``.
+
+    It hashed the path with the rest of the provenance, so a store it wrote names
+    its input by where it was. Hashing this run's provenance with the
+    store's recorded ``source_path`` in place of its own gives the old hash exactly
+    when the content is the same: the store is then resumed or repaired from the
+    input where it is now (a moved or copied one).
+
+    Parameters
+    ----------
+    source : dict or None
+        This run's provenance (:func:`input_fingerprint`'s ``source``).
+    path : str or None
+        The ``source_path`` the store recorded.
+
+    Returns
+    -------
+    str or None
+        None when ``source`` has no path to replace (its hash never held one).
+    """
+    if not (isinstance(source, dict) and "path" in source) or path is None:
+        return None
+    return _sha256_json({**source, "path": path})
 
 
 def edge_rows_sha256(*rows) -> str:
@@ -375,7 +410,7 @@ def _mismatches(old: dict, new: dict) -> list[str]:
     if "compressor" in old and old["compressor"] != new.get("compressor", old["compressor"]):
         out.append(f"compressor: store {old['compressor']!r}, this run {new['compressor']!r}")
     old_in, new_in = old.get("input") or {}, new["input"]
-    for key in sorted(set(old_in) | set(new_in)):
+    for key in sorted((set(old_in) | set(new_in)) - {"source_path"}):  # a hint, not identity
         if old_in.get(key) != new_in.get(key):
             out.append(f"input {key}: store {old_in.get(key)!r}, this run {new_in.get(key)!r}")
     if old.get("format_version") != new["format_version"]:

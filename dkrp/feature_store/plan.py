@@ -25,6 +25,7 @@ from .format import (
     _written_chunks,
     fingerprint_pending,
     input_fingerprint,
+    legacy_source_sha256,
 )
 
 logger = logging.getLogger(__name__)
@@ -289,6 +290,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         aligned, rows = _align_rows(X, (new_rows if regrid else rows) or None)
         attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint,
                                 **options)
+        old = _content_identity(old, fingerprint, source)
         problems = _mismatches(old, attrs) if old is not None else []
         if regrid:
             problems.append(_chunk_rows_problem(int(old.get("chunk_rows", 0)), new_rows))
@@ -314,6 +316,10 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
 
     build, replace, restarted = path, False, set()
     old, aligned, attrs, problems = compare(path)
+    moved = ((old or {}).get("input") or {}).get("source_path")
+    if not problems and moved not in (None, fingerprint.get("source_path")):
+        logger.info("%s: its input, made from %s, is read from %s (the same content)",
+                    path, moved, fingerprint.get("source_path"))
     started = int(old.get("chunk_rows", 0)) if old is not None else None
     if not overwrite and problems == [_chunk_rows_problem(started, new_rows)]:
         raise FeatureStoreMismatchError(chunk_rows_refusal(path, started, new_rows))
@@ -323,7 +329,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             + "; ".join(problems)
             + ". Nothing was changed. Use another output path, or pass overwrite=True "
             "(--overwrite) to replace it (the new store is built beside it and replaces it "
-            "only once complete)."
+            "only once complete).", problems=problems
         )
     sibling = overwrite_sibling(path)
     if overwrite and (problems or (old is None and sibling.exists())):
@@ -358,6 +364,23 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             "restart": build in restarted, "attrs": attrs, "X": aligned, "dtype": out_dtype,
             "store": store, "missing": missing,
             "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
+
+
+def _content_identity(old, fingerprint, source):
+    """``old`` (a store's attributes, or None), its input read by content.
+
+    A store written by an earlier dkrp hashed its input's path into ``source_sha256``;
+    when this run's provenance, hashed with that store's path, gives the same hash, the
+    input is the same content wherever it is now, and the store's fingerprint is taken
+    as this run's (:func:`~dkrp.feature_store.format.legacy_source_sha256`).
+    """
+    recorded = (old or {}).get("input") or {}
+    digest = recorded.get("source_sha256")
+    if digest is None or digest == fingerprint.get("source_sha256"):
+        return old
+    if legacy_source_sha256(source, recorded.get("source_path")) != digest:
+        return old
+    return dict(old, input=dict(recorded, source_sha256=fingerprint.get("source_sha256")))
 
 
 def chunk_rows_refusal(path, started, asked) -> str:

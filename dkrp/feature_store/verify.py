@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .._chunks import _check_chunks, check_arrays, chunk_key, chunk_region
-from ..errors import FeatureStoreError
+from ..errors import FeatureStoreError, FeatureStoreMismatchError
 from .format import FEATURES_FORMAT, _read_attrs
 
 logger = logging.getLogger(__name__)
@@ -248,7 +248,14 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
         labels = opened_labels if labels is None else labels
     where = "the input given" if isinstance(source, da.Array) else f"the input {source}"
     # the same checks as a resume: another input, spec, dtype or shape is refused here
-    plan = plan_features(X, projector, path, source=provenance, **store_options(attrs))
+    try:
+        plan = plan_features(X, projector, path, source=provenance, **store_options(attrs))
+    except FeatureStoreMismatchError as exc:
+        raise FeatureStoreMismatchError(
+            f"Cannot repair {path}: {where} is not the one it was made from: "
+            + "; ".join(exc.problems) + ". Nothing was changed. Pass the input the store "
+            "was made from (--input PATH), or featurize that input again into a new store.",
+            problems=exc.problems) from exc
     if bad_labels:
         if labels is None:
             raise FeatureStoreError(
