@@ -408,3 +408,9 @@ def test_dkrp_verify_refusing_another_input_advises_only_its_own_flags(stores):
             "featurize that input again into a new store.") in r.output
     assert "overwrite" not in r.output
     assert store_digest(store) == before
+    # and the store's own input repairs it (a store without labels, on this process)
+    from dkrp.feature_store import verify_store
+
+    report = verify_store(store, repair=True)
+    assert report["ok"] and report["repaired"] == [1, 4] and report["repaired_labels"] == []
+    assert store_digest(store) == store_digest(stores / "clean.zarr")

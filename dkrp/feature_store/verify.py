@@ -200,7 +200,8 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
                 labels=labels, progress=progress, retries=retries, check=check)
         result["repaired"], result["repaired_labels"] = sorted(bad), sorted(bad_labels)
         left = _recheck(path, sorted(bad))
-        left_labels = [c[0] for c, _ in _check_chunks(path / "y", [(i,) for i in bad_labels])]
+        left_labels = [c[0] for c, _ in _check_chunks(path / "y", [(i,) for i in bad_labels])
+                       ] if bad_labels else []
         result["ok"] = not (left or left_labels)
         if not result["ok"]:  # pragma: no cover - defensive: the rewrite did not take
             result["advice"] = (f"Chunks {left} of Z and {left_labels} of y are still bad "
