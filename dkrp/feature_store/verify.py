@@ -109,8 +109,9 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
         for the check; default, dask's default scheduler.
     input : str, os.PathLike or dask.array.Array, optional
         The input to recompute from. Default: the ``source_path`` recorded in the
-        store's input fingerprint. Either way it must match that fingerprint (a
-        copy of the input at another path does: see :func:`~dkrp.feature_store.input_fingerprint`).
+        store's input fingerprint. Either way it must match that fingerprint, which
+        knows an input by its content: a moved or copied one matches
+        (:func:`~dkrp.feature_store.input_fingerprint`).
     labels : array-like of shape (n_samples,), optional
         The labels to repair ``y`` from, when ``input`` is a dask array (a dataset
         store brings its own).
