@@ -452,7 +452,7 @@ def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tm
     # starts in milliseconds, and a SIGKILL ends it like a crash
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["distributed", "dkrp.feature_store", "test_reliability"])
-    kill_after = np.random.default_rng(2009).integers(1, 44, size=5)
+    kill_after = np.random.default_rng(2009).integers(1, 44, size=3)
     for run, n_done in enumerate(kill_after):
         out = tmp_path / f"run{run}.zarr"
         proc = ctx.Process(target=_run_job, args=(str(out),))

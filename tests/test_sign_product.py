@@ -460,3 +460,39 @@ def test_a_sketch_model_reads_bits_of_unit_rows_but_not_of_raw_a9a_rows():
         accuracy[scale_rows] = np.mean(model.predict(bits) == y_test)
     assert accuracy["unit"] >= majority + 0.025, (accuracy, majority)
     assert accuracy[None] <= majority + 0.01, (accuracy, majority)
+
+
+def test_sign_kernel_between_two_sets_of_rows_is_the_squared_arcsine_of_their_angle():
+    # (2/pi * arcsin(cos theta))^2 = (1 - 2 theta/pi)^2: 0 at a right angle, 1/4 at 45
+    # degrees, 1 for parallel and for opposite rows; the scale of a row does not matter
+    X = np.array([[1.0, 0.0], [1e-3, 1e-3]])
+    Y = np.array([[0.0, 2.0], [5.0, 5.0], [-0.5, 0.0]])
+    expected = np.array([[0.0, 0.25, 1.0], [0.25, 1.0, 0.25]])
+    np.testing.assert_allclose(sign_kernel(X, Y), expected, atol=1e-15)
+    assert sign_kernel(X, Y).shape == (2, 3)
+    # opposite rows whose cosine rounds to just below -1 still give exactly 1 (not NaN)
+    x = np.array([[1.366, -0.665, 0.352]])  # cosine with -3x: -1.0000000000000002
+    assert sign_kernel(x, -3 * x)[0, 0] == 1.0
+    assert sign_kernel(np.vstack([x, -3 * x]))[0, 1] == 1.0
+
+
+def test_sign_kernel_refuses_a_zero_row_on_either_side():
+    message = r"^sign_kernel needs non-zero rows \(a zero row has no direction\)\.$"
+    with pytest.raises(ValueError, match=message):
+        sign_kernel(np.zeros((1, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match=message):
+        sign_kernel(np.ones((2, 3)), np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]))
+
+
+def test_kernel_estimates_of_float32_rows_are_computed_in_float64():
+    # a float32 store's sketches and rows: the estimate is that of the same values in
+    # float64 (float32 products would lose ~7 digits of the ~m-term sums)
+    rng = np.random.default_rng(5)
+    B = rng.standard_normal((4, 500)).astype(np.float32) * 100
+    X = rng.standard_normal((3, 6)).astype(np.float32)
+    assert np.array_equal(sketch_kernel_estimate(B, B[:2]),
+                          sketch_kernel_estimate(B.astype(np.float64), B[:2].astype(np.float64)))
+    assert sketch_kernel_estimate(B, B).dtype == np.float64
+    assert np.array_equal(sign_kernel(X, X[:2]), sign_kernel(X.astype(np.float64),
+                                                             X[:2].astype(np.float64)))
+    assert np.array_equal(sign_kernel(X), sign_kernel(X.astype(np.float64)))
