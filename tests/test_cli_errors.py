@@ -52,3 +52,25 @@ def test_csv_errors_use_the_command_line_names(tmp_path):
 def test_unexpected_errors_ask_for_minus_v():
     message = _error_message(RuntimeError("boom"))
     assert "RuntimeError: boom" in message and "-v" in message
+
+
+def test_corrupt_bz2_input_is_named(tmp_path):
+    # a flipped byte inside a .bz2 stream raises a bare OSError("Invalid data stream")
+    import bz2
+
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+
+    data = bytearray(bz2.compress(b"".join(b"%d 1:0.5 3:1.25\n" % (i % 2)
+                                           for i in range(20000))))
+    data[len(data) // 2] ^= 0xFF
+    path = tmp_path / "part.svm.bz2"
+    path.write_bytes(bytes(data))
+    with pytest.raises(OSError, match="Invalid data stream"):
+        bz2.decompress(bytes(data))
+    run = CliRunner().invoke(main, ["ingest", str(path), str(tmp_path / "out.zarr")])
+    assert run.exit_code == 1
+    assert str(path) in run.output and "truncated or corrupt" in run.output, run.output
+    assert "unexpected" not in run.output and "report it" not in run.output
+    assert not (tmp_path / "out.zarr").exists()
