@@ -74,3 +74,50 @@ def test_corrupt_bz2_input_is_named(tmp_path):
     assert str(path) in run.output and "truncated or corrupt" in run.output, run.output
     assert "unexpected" not in run.output and "report it" not in run.output
     assert not (tmp_path / "out.zarr").exists()
+
+
+# -- featurize --like/--spec: a map that cannot take the input is refused up front ------------
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def standardizing_map(tmp_path):
+    """A feature store whose map standardizes (dense 6-column input, dask's local
+    scheduler), its spec as a file, and a sparse dataset store of 6 columns."""
+    import numpy as np
+
+    from dkrp import RandomFourierFeatures, featurize_to_store
+    from dkrp.io import ingest
+
+    np.save(tmp_path / "train.npy", np.random.default_rng(0).uniform(0, 255, (120, 6)))
+    featurize_to_store(tmp_path / "train.npy", tmp_path / "train-f.zarr",
+                       RandomFourierFeatures(n_components=16, gamma=0.5, random_state=0),
+                       standardize=True, progress=False)
+    (tmp_path / "spec.json").write_text(_cli("info", "--spec", tmp_path / "train-f.zarr").output)
+    (tmp_path / "test.svm").write_text(
+        "".join(f"{i % 2} 1:0.5 4:1.25 6:{i / 100}\n" for i in range(80)))
+    ingest(tmp_path / "test.svm", tmp_path / "test.zarr", sparse=True)
+    return tmp_path
+
+
+def test_a_standardizing_map_refuses_sparse_input_before_any_cluster(standardizing_map):
+    # before: the workers refused every row, leaving an empty incomplete store and
+    # advising a rerun that could not work
+    tmp = standardizing_map
+    test, out = tmp / "test.zarr", tmp / "test-f.zarr"
+    for flags in (["--like", tmp / "train-f.zarr"], ["--spec", tmp / "spec.json"],
+                  ["--method", "rff", "--standardize"]):
+        r = _cli("featurize", test, out, *flags)
+        assert r.exit_code == 1, r.output
+        assert "sparse" in r.output and "dkrp ingest --dense" in r.output, r.output
+        assert "--scale-rows unit" in r.output and "scale_rows" not in r.output
+        assert "standardize=True" not in r.output
+        assert "dask dashboard" not in r.output  # no cluster was started
+        assert not out.exists()
