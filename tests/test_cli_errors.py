@@ -121,3 +121,26 @@ def test_a_standardizing_map_refuses_sparse_input_before_any_cluster(standardizi
         assert "standardize=True" not in r.output
         assert "dask dashboard" not in r.output  # no cluster was started
         assert not out.exists()
+
+
+def test_like_refuses_an_incomplete_store(tmp_path):
+    # a run that failed half-way (NaN in the last chunk) on dask's local scheduler
+    import dask.array as da
+    import numpy as np
+
+    from dkrp import PolynomialRandomProjection
+    from dkrp.feature_store import write_features
+
+    X = np.random.default_rng(1).standard_normal((200, 6))
+    X[-1, 0] = np.nan
+    krp = PolynomialRandomProjection(n_components=20, n_hyperplanes=40, random_state=0)
+    with pytest.raises(ValueError, match="NaN"):
+        write_features(da.from_array(X, chunks=(50, 6)), krp.fit_n_features(6),
+                       tmp_path / "train-f.zarr", progress=False)
+    np.save(tmp_path / "test.npy", np.ones((30, 6)))
+    r = _cli("featurize", tmp_path / "test.npy", tmp_path / "test-f.zarr",
+             "--like", tmp_path / "train-f.zarr")
+    assert r.exit_code == 1, r.output
+    assert "incomplete" in r.output and "of 4 chunks written" in r.output, r.output
+    assert "dkrp verify" in r.output and "dask dashboard" not in r.output
+    assert not (tmp_path / "test-f.zarr").exists()

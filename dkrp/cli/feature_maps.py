@@ -291,7 +291,7 @@ def _fitted_projector(path):
 
     from .._spec import load
     from ..base import BaseProjector
-    from ..feature_store.format import FEATURES_FORMAT, _read_attrs
+    from ..feature_store.format import FEATURES_FORMAT, _done_chunks, _read_attrs
 
     path = Path(path)
     if path.is_dir():
@@ -299,6 +299,17 @@ def _fitted_projector(path):
         if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
             raise ValueError(f"--like {path}: not a dkrp feature store (give the features "
                              "made from the training set, not a dataset store).")
+        if attrs.get("complete") is not True:
+            n_chunks = int(attrs.get("n_chunks", 0))
+            try:
+                done = int(_done_chunks(path, n_chunks).sum())
+            except Exception:  # noqa: BLE001 - the count is a courtesy; the refusal matters
+                done = "?"
+            raise ValueError(
+                f"--like {path}: the feature store is incomplete (its featurize run did not "
+                f"finish: {done} of {n_chunks} chunks written). Finish it first: run the "
+                f"featurize command that made it again (`dkrp verify {path}` checks what it "
+                "holds).")
         from .._spec import from_spec
 
         return from_spec(attrs["spec"])
