@@ -1,17 +1,23 @@
 """Errors reaching the command line: one or two lines saying what failed, where and what to
 do, in the CLI's own words; a traceback only with -v (issue 10, cases 3 and 6)."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from dkrp.cli._group import _error_message
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
 
 def _dkrp(*args, cwd):
+    # this checkout's dkrp, whichever one the interpreter has installed
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     return subprocess.run([sys.executable, "-m", "dkrp", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
 
 
 @pytest.fixture
@@ -144,3 +150,44 @@ def test_like_refuses_an_incomplete_store(tmp_path):
     assert "incomplete" in r.output and "of 4 chunks written" in r.output, r.output
     assert "dkrp verify" in r.output and "dask dashboard" not in r.output
     assert not (tmp_path / "test-f.zarr").exists()
+
+
+# -- a task that fails on the workers: dkrp's line only; -v adds the workers' traceback ------
+
+
+def test_a_failing_task_prints_one_line_naming_what_it_left(tmp_path):
+    # on the embedded cluster. Before, the worker's "Compute Failed" record and traceback
+    # came first; for an input whose first chunk is corrupt, then the scheduler's
+    # warning of the store's input fingerprint reusing the failed read's keys; and a
+    # failed --overwrite did not say what the .f.zarr.overwrite beside the store is
+    import numpy as np
+
+    from dkrp import PolynomialRandomProjection, featurize_to_store
+    from dkrp.io import ingest
+
+    X = np.random.default_rng(2).standard_normal((60, 4))
+    np.save(tmp_path / "x.npy", X)
+    ingest(tmp_path / "x.npy", tmp_path / "d.zarr")  # one chunk: the first and last rows
+    chunk = tmp_path / "d.zarr" / "X" / "c" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    run = _dkrp("featurize", "d.zarr", "new.zarr", "--n-workers", 1, "--quiet", cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.startswith("Error: ") and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "X/c/0/0" in run.stderr and "corrupt" in run.stderr
+
+    # under -v the workers' records stay; the line names what the failed --overwrite left
+    featurize_to_store(tmp_path / "x.npy", tmp_path / "f.zarr",
+                       PolynomialRandomProjection(n_components=8), progress=False)
+    X[30, 1] = np.nan
+    np.save(tmp_path / "nan.npy", X)
+    run = _dkrp("-v", "featurize", "nan.npy", "f.zarr", "--n-components", 8, "--n-workers", 1,
+                "--quiet", "--overwrite", cwd=tmp_path)
+    assert run.returncode == 1
+    assert "Compute Failed" in run.stderr and "Traceback" in run.stderr
+    sibling = tmp_path / ".f.zarr.overwrite"
+    line = run.stderr.splitlines()[-1]
+    assert line.startswith("Error: ") and "NaN" in line, run.stderr
+    assert f"{sibling} holds the unfinished replacement of {tmp_path / 'f.zarr'}" in line
+    assert f"delete {sibling}" in line and sibling.is_dir()

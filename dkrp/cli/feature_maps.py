@@ -205,6 +205,16 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                                  scaling, store)
     except KeyboardInterrupt:
         _interrupted(planned)
+    except Exception as exc:
+        leftover = _unfinished_replacement(planned)
+        if leftover is None:
+            raise
+        from ._group import _error_message
+
+        clicked = isinstance(exc, click.ClickException)
+        message = exc.format_message() if clicked else _error_message(exc)
+        raise click.ClickException(f"{message} {leftover}") from (
+            exc.__cause__ if clicked else exc)
     if dry_run:
         from ..jobs import format_bytes
 
@@ -261,6 +271,18 @@ def _refuse_method_options(ctx, flag):
         raise click.UsageError(
             f"{flag} applies a map that is already fitted, with its own method, parameters, "
             f"seed and scaling; drop {names}.")
+
+
+def _unfinished_replacement(planned):
+    """After a failed --overwrite: what the hidden sibling it left is, and what to do with
+    it (None when the run left none)."""
+    plan = planned.get("plan")
+    if plan is None or not plan.get("replace") or not plan["build_path"].exists():
+        return None
+    build, path = plan["build_path"], plan["path"]
+    return (f"{build} holds the unfinished replacement of {path} (which is unchanged): "
+            "once the cause is fixed, the same command finishes it and swaps it in; or "
+            f"delete {build} to keep {path} as it is.")
 
 
 def _interrupted(planned):
