@@ -2,12 +2,16 @@
 
 The client process handles Ctrl-C and closes the embedded cluster; a worker that also
 took the signal would die printing tracebacks. Used by
-:func:`dkrp.parallel.start_local_cluster`.
+:func:`dkrp.parallel.start_local_cluster`. Also what the CLI silences in the workers of
+its embedded cluster: :class:`QuietTaskFailures`, :func:`quiet_distributed_logs`.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
+
+from distributed.diagnostics.plugin import WorkerPlugin
 
 
 def dask_setup(worker=None):
@@ -24,6 +28,33 @@ def quiet_distributed_logs(dask_worker=None):
     A cancelled task logs a warning as its worker closes; after Ctrl-C the CLI says
     all there is to say in one line.
     """
-    import logging
-
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+
+class _TaskFailureFilter(logging.Filter):
+    """Drops distributed's ``Compute Failed`` record (a task raised), keeps the rest."""
+
+    def filter(self, record):
+        return not (isinstance(record.msg, str) and record.msg.startswith("Compute Failed"))
+
+
+_TASK_FAILURES = _TaskFailureFilter()
+
+
+class QuietTaskFailures(WorkerPlugin):
+    """Keep a worker from logging the traceback of a task that raised.
+
+    The exception travels to the client, which reports it (the CLI in one line, with the
+    traceback under ``-v``); the worker's ``distributed.worker - ERROR - Compute Failed``
+    record with the same traceback would only precede that line on the terminal. Other
+    worker log records are untouched. The CLI registers it on its embedded cluster unless
+    ``-v`` is given; the scheduler hands it to workers that a nanny restarts.
+    """
+
+    name = "dkrp-quiet-task-failures"
+
+    def setup(self, worker):
+        logging.getLogger("distributed.worker").addFilter(_TASK_FAILURES)
+
+    def teardown(self, worker):
+        logging.getLogger("distributed.worker").removeFilter(_TASK_FAILURES)

@@ -223,7 +223,8 @@ def featurize_to_store(
     ------
     FileNotFoundError, ValueError
         No input at ``source``, an input of another format, bad input (no rows, a wrong
-        feature count, NaN/inf naming the partition and row) or bad parameters.
+        feature count, NaN/inf naming the partition and row, sparse input for a map
+        that standardizes: refused before the cluster starts) or bad parameters.
     FeatureStoreMismatchError, FeatureStoreError, PartitionError
         As :func:`dkrp.feature_store.write_features`.
     SpecError
@@ -239,7 +240,7 @@ def featurize_to_store(
     from .feature_store.encoding import check_store_options
     from .feature_store.plan import check_output_path
     from .parallel import check_workers
-    from .preprocessing import check_options, describe, fit_scaled
+    from .preprocessing import check_options, describe, fit_scaled, sparse_refusal
 
     retries = check_integer("retries", retries, minimum=0)
     standardize, scale_rows = check_options(standardize, scale_rows)
@@ -270,9 +271,14 @@ def featurize_to_store(
             f"source must be a dataset store, .npy or Parquet path, or a dask array; got "
             f"{type(source).__name__}. Wrap in-memory data with dask.array.from_array."
         )
+    where = (provenance or {}).get("path") if isinstance(provenance, dict) else None
     if X.shape[0] == 0:  # before any fit or cluster: plan_features would refuse it only then
-        where = (provenance or {}).get("path") if isinstance(provenance, dict) else None
         raise ValueError(f"{where or 'X'} has no rows (shape {X.shape}): nothing to featurize.")
+    # before the cluster starts and the store is created: the workers would refuse every row
+    refusal = sparse_refusal(X, standardize=standardize and not fitted, where=where or "X",
+                             prep=getattr(projector, "preprocessing_", None) if fitted else None)
+    if refusal:
+        raise ValueError(refusal)
 
     cluster = {"client": None if callable(client) else client}
 

@@ -79,12 +79,9 @@ def fit_preprocessing(X, *, standardize=False, scale_rows=None) -> dict | None:
         return None
     prep = {}
     if standardize:
-        if _is_sparse(X):
-            raise ValueError(
-                "standardize centres every column, which would make sparse input dense. "
-                "Use scale_rows='unit' (--scale-rows unit), or ingest the data densely "
-                "(dkrp ingest --dense)."
-            )
+        refusal = sparse_refusal(X, standardize=True)
+        if refusal:
+            raise ValueError(refusal)
         if _is_dask(X):
             import dask
 
@@ -102,6 +99,40 @@ def fit_preprocessing(X, *, standardize=False, scale_rows=None) -> dict | None:
     if scale_rows is not None:
         prep["scale_rows"] = scale_rows
     return prep
+
+
+def sparse_refusal(X, *, standardize=False, prep=None, where="the input") -> str | None:
+    """Why a map that standardizes cannot take ``X``, or None when it can.
+
+    Parameters
+    ----------
+    X : ndarray, scipy sparse matrix or dask array
+    standardize : bool, default=False
+        The statistics are to be learnt on ``X``.
+    prep : dict, optional
+        The ``preprocessing_`` of a fitted map, which would be applied to ``X``.
+    where : str, default="the input"
+        What ``X`` is, for the message (e.g. its path).
+
+    Returns
+    -------
+    str or None
+        The message to refuse ``X`` with: centring makes sparse rows dense.
+    """
+    if not _is_sparse(X):
+        return None
+    if standardize:
+        return ("standardize=True (--standardize) centres every column, which would make "
+                "sparse input dense. Use scale_rows='unit' (--scale-rows unit), or ingest "
+                "the data densely (dkrp ingest --dense).")
+    if prep and "standardize" in prep:
+        return (f"{where} is sparse, and the fitted map standardizes its input (it was "
+                "fitted with standardize=True (--standardize)): centring every column "
+                f"would make it dense. Ingest {where} densely (dkrp ingest --dense) to "
+                "apply this map, or fit the map again without standardize=True "
+                "(--standardize), e.g. with scale_rows='unit' (--scale-rows unit), which "
+                "keeps sparse rows sparse.")
+    return None
 
 
 def check_preprocessing(prep, n_features) -> dict:

@@ -32,6 +32,8 @@ _CLI_WORDING = [
     (re.compile(r"pass overwrite=True / --overwrite"), "pass --overwrite"),
     (re.compile(r"overwrite=True \(--overwrite\)"), "--overwrite"),
     (re.compile(r"\(or pass retries=N, --retries N,"), "(or pass --retries N"),
+    (re.compile(r"standardize=True \(--standardize\)"), "--standardize"),
+    (re.compile(r"scale_rows='unit' \(--scale-rows unit\)"), "--scale-rows unit"),
     (re.compile(r"zero_based=(?:True|False) \((--(?:zero|one)-based)\)"), r"\1"),
     (re.compile(r"drop_columns=\[?'([^']*)'\]?"), r"--drop-column \1"),
     (re.compile(r"drop_columns="), "--drop-column"),
@@ -138,7 +140,13 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
         _drop_distributed_cancel_race()
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
-            if not (scheduler or scheduler_file or quiet):
+            embedded = not (scheduler or scheduler_file)
+            if embedded and not _verbosity():
+                # a task's error reaches this process and is reported in one line
+                from .._worker_signals import QuietTaskFailures
+
+                client.register_plugin(QuietTaskFailures())
+            if embedded and not quiet:
                 click.echo(f"dask dashboard: {client.dashboard_link}", err=True)
             try:
                 yield client
@@ -152,6 +160,12 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
                 "Check the address and that the scheduler is running."
             ) from exc
         raise
+
+
+def _verbosity() -> int:
+    """How many ``-v`` the command line gave (0 outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return int(ctx.find_root().params.get("verbose") or 0) if ctx is not None else 0
 
 
 class _CancelRaceFilter(logging.Filter):

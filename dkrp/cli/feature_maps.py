@@ -205,6 +205,16 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                                  scaling, store)
     except KeyboardInterrupt:
         _interrupted(planned)
+    except Exception as exc:
+        leftover = _unfinished_replacement(planned)
+        if leftover is None:
+            raise
+        from ._group import _error_message
+
+        clicked = isinstance(exc, click.ClickException)
+        message = exc.format_message() if clicked else _error_message(exc)
+        raise click.ClickException(f"{message} {leftover}") from (
+            exc.__cause__ if clicked else exc)
     if dry_run:
         from ..jobs import format_bytes
 
@@ -263,6 +273,18 @@ def _refuse_method_options(ctx, flag):
             f"seed and scaling; drop {names}.")
 
 
+def _unfinished_replacement(planned):
+    """After a failed --overwrite: what the hidden sibling it left is, and what to do with
+    it (None when the run left none)."""
+    plan = planned.get("plan")
+    if plan is None or not plan.get("replace") or not plan["build_path"].exists():
+        return None
+    build, path = plan["build_path"], plan["path"]
+    return (f"{build} holds the unfinished replacement of {path} (which is unchanged): "
+            "once the cause is fixed, the same command finishes it and swaps it in; or "
+            f"delete {build} to keep {path} as it is.")
+
+
 def _interrupted(planned):
     """Ctrl-C: one line saying how far the run got and how to resume; exit status 130."""
     # the cluster is closed by now; whatever distributed says while it goes is noise here
@@ -291,7 +313,7 @@ def _fitted_projector(path):
 
     from .._spec import load
     from ..base import BaseProjector
-    from ..feature_store.format import FEATURES_FORMAT, _read_attrs
+    from ..feature_store.format import FEATURES_FORMAT, _done_chunks, _read_attrs
 
     path = Path(path)
     if path.is_dir():
@@ -299,6 +321,17 @@ def _fitted_projector(path):
         if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
             raise ValueError(f"--like {path}: not a dkrp feature store (give the features "
                              "made from the training set, not a dataset store).")
+        if attrs.get("complete") is not True:
+            n_chunks = int(attrs.get("n_chunks", 0))
+            try:
+                done = int(_done_chunks(path, n_chunks).sum())
+            except Exception:  # noqa: BLE001 - the count is a courtesy; the refusal matters
+                done = "?"
+            raise ValueError(
+                f"--like {path}: the feature store is incomplete (its featurize run did not "
+                f"finish: {done} of {n_chunks} chunks written). Finish it first: run the "
+                f"featurize command that made it again (`dkrp verify {path}` checks what it "
+                "holds).")
         from .._spec import from_spec
 
         return from_spec(attrs["spec"])

@@ -254,6 +254,10 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
                     if not _done_chunks(Path(path), n_chunks)[i]:
+                        # released: the scheduler forgets the erred tasks, whose keys a
+                        # read of the same input after this (the input's edge rows) reuses
+                        # with another graph, which distributed warns of
+                        future.release()
                         attempts = _attempts(exc, retries, client)
                         error = _partition_failure(exc, i, rows(i), path, attempts)
                         if error is None:

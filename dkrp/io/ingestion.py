@@ -172,6 +172,16 @@ def _check_dest(dest: Path, overwrite: bool) -> None:
 _DECOMPRESSION_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)
 
 
+def _is_decompression_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says a compressed input is corrupt (not that reading it failed).
+
+    A corrupt .bz2 stream raises a bare ``OSError("Invalid data stream")`` (no errno,
+    unlike an I/O error of the disk), so it is told apart by its message.
+    """
+    return isinstance(exc, _DECOMPRESSION_ERRORS) or (
+        type(exc) is OSError and exc.errno is None and str(exc) == "Invalid data stream")
+
+
 def _default_dtype(source: Path, fmt: str) -> str:
     """float32 for a float32 ``.npy`` file (keep its bytes), else float64."""
     if fmt == "npy":
@@ -357,7 +367,9 @@ def ingest(
             if info["n_samples"] == 0:  # LIBSVM, CSV, .npy and IDX say so first
                 raise ValueError(f"{source} holds no rows: nothing to ingest.")
             info["source_sha256"] = file_sha256(source)
-        except _DECOMPRESSION_ERRORS as exc:
+        except (*_DECOMPRESSION_ERRORS, OSError) as exc:
+            if not _is_decompression_error(exc):
+                raise
             raise ValueError(
                 f"{source} is truncated or corrupt: reading it failed with "
                 f"{type(exc).__name__}: {exc}. Check it against its published checksum "
