@@ -407,6 +407,11 @@ def test_asymmetric_classifier_errors():
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError):
         dkrp.AsymmetricSketchClassifier().predict(X)
+    spe = dkrp.SignProductEmbedding(n_components=20, random_state=0)
+    clf = dkrp.AsymmetricSketchClassifier(embedding=spe).fit(X, y)
+    one_row = clf.embedding_.transform_bits(X[:1])[0]  # a row, not a (1, 3) array
+    with pytest.raises(ValueError, match=r"^bits must be 2-D \(n_samples, 3\), got \(3,\)\.$"):
+        clf.predict_bits(one_row)
 
 
 # the checks' unnormalised data give sketch features of scale |x|^2; liblinear (the

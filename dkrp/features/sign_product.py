@@ -352,10 +352,6 @@ class SignProductEmbedding(BaseProjector):
         self._sketch_blocks(X, pack)
         return out
 
-    def bits_block(self, X):
-        """Packed bits of an already validated block (:meth:`output_block`'s ``"bits"``)."""
-        return self.output_block(X, "bits")
-
     def transform_bits(self, X):
         """:math:`\\psi(x) = \\mathrm{sign}(B(x))`, packed eight components to a byte.
 
