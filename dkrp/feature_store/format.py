@@ -299,12 +299,18 @@ def edge_rows_sha256(*rows) -> str:
     return h.hexdigest()
 
 
+def read_edge_rows(X) -> tuple:
+    """The first and last rows of the dask array ``X`` (at least one row), read now on the
+    current scheduler: ``(first, last)``, one row each."""
+    import dask
+
+    return tuple(dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+
+
 def read_edge_rows_sha256(X) -> str:
     """:func:`edge_rows_sha256` of the dask array ``X`` (at least one row): its first and
     last rows read now, on the current scheduler."""
-    import dask
-
-    return edge_rows_sha256(*dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+    return edge_rows_sha256(*read_edge_rows(X))
 
 
 def fingerprint_pending(attrs) -> bool:
