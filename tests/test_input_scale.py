@@ -16,7 +16,6 @@ from click.testing import CliRunner
 
 import dkrp
 from dkrp.cli import main
-from dkrp.methods import scale_warning
 
 #: Covertype-like raw rows: distances and elevations in the thousands
 RAW = np.random.default_rng(3).uniform(0.0, 7000.0, (120, 10))
@@ -94,6 +93,8 @@ def test_only_maps_that_expect_a_scale_and_only_runs_that_fit_them_warn(tmp_path
 
 
 def test_scale_warning_reads_rows_as_the_map_scales_them():
+    from dkrp.methods import scale_warning
+
     est = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=16, random_state=0)
     est.fit(RAW)
     rows = (RAW[:1], RAW[-1:])
