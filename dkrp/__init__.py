@@ -33,6 +33,7 @@ __all__ = [
     "TensorSketch",
     "featurize_to_store",
     "read_features",
+    "open_xarray",
     "unpack_bits",
     "SpecError",
     "from_spec",

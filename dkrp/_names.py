@@ -30,6 +30,7 @@ PUBLIC_MODULES = {
     "RandomFeatureVotingClassifier": "dkrp.ensemble",
     "featurize_to_store": "dkrp.jobs",
     "read_features": "dkrp.feature_store",
+    "open_xarray": "dkrp.feature_store",
     "unpack_bits": "dkrp.features.sign_product",
     "SpecError": "dkrp.errors",
     "from_spec": "dkrp.base",

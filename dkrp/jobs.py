@@ -118,6 +118,7 @@ def featurize_to_store(
     bits=False,
     store_dtype=None,
     compressor=None,
+    on_warning=None,
 ) -> FeaturizeResult:
     """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
 
@@ -202,6 +203,11 @@ def featurize_to_store(
     compressor : {None, "none", "zstd", "gzip", "blosc-lz4", "blosc-zstd"}
         Codec of each stored chunk (``--compressor``; default none). See
         :mod:`dkrp.feature_store.encoding` and the README for measured sizes and times.
+    on_warning : callable, optional
+        Called as ``on_warning(line)`` when the input's scale, as the map sees it, is
+        orders of magnitude from what a map fitted here expects
+        (:func:`dkrp.methods.scale_warning`, on the first and last rows that the run
+        reads for the store's fingerprint anyway). Default: logged as a warning.
 
     Returns
     -------
@@ -330,7 +336,24 @@ def featurize_to_store(
             plan = make_plan(rows)
     if on_plan is not None:
         on_plan(plan)
-    summary = write_plan(plan, projector, client=current, progress=progress, retries=retries)
+
+    def check_scale(*rows):
+        from .methods import scale_warning
+
+        try:
+            line = scale_warning(projector, rows)
+        except Exception:  # noqa: BLE001 - a courtesy check never stops a run
+            logger.debug("the input's scale could not be checked", exc_info=True)
+            return
+        if line is not None:
+            (on_warning or logger.warning)(line)
+
+    # a map brought fitted (--like, --spec) was checked when it was fitted
+    checking = not fitted and plan["action"] != "noop"
+    if checking and plan.get("edge_rows") is not None:
+        check_scale(*plan["edge_rows"])
+    summary = write_plan(plan, projector, client=current, progress=progress, retries=retries,
+                         on_edge_rows=check_scale if checking else None)
     return FeaturizeResult(summary, projector, plan["action"])
 
 

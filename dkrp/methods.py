@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-__all__ = ["METHODS", "MethodInfo", "fit_pass_message", "make_projector", "method_names"]
+__all__ = ["METHODS", "MethodInfo", "fit_pass_message", "make_projector", "method_names",
+           "method_of", "scale_warning"]
 
 
 @dataclass(frozen=True)
@@ -151,3 +152,85 @@ def fit_pass_message(method, projector) -> str:
     kind = "sampling pass" if "landmark" in info.fit_pass else "pass"
     return (f"{method} is data-dependent: fitting makes exactly one {kind} over the input "
             f"({what}) before the featurizing pass")
+
+
+def method_of(projector) -> str | None:
+    """The ``--method`` name of ``projector``'s class, or None for a class not listed."""
+    cls = type(projector)
+    target = f"{cls.__module__}:{cls.__name__}"
+    return next((name for name, info in METHODS.items() if info.target == target), None)
+
+
+#: How far (a factor) the scale of a map's input may be from the one it expects before
+#: :func:`scale_warning` speaks: three orders of magnitude, so inputs scaled as ``dkrp
+#: methods`` advises (standardized columns, [-1, 1] pixels: norms up to a few tens) pass
+SCALE_TOLERANCE = 1e3
+
+
+def scale_warning(projector, rows) -> str | None:
+    """One line when ``rows`` are far from the scale ``projector``'s map expects, else None.
+
+    A cheap check on rows already read (``featurize`` passes the input's first and
+    last rows, which its fingerprint reads anyway), scaled as the map scales them
+    (``preprocessing_``). Maps of a polynomial or dot-product kernel (krp, explicit,
+    prp, maclaurin, tensorsketch, spe) want rows of norm near 1: their kernel grows
+    as ``||x||^(2 degree)``. Random Fourier features want ``gamma`` times the rows'
+    squared distance (Gaussian; distance for Laplacian) near 1: far above, the kernel
+    of any two rows is 0 and the features noise; far below, 1. A norm or distance
+    more than :data:`SCALE_TOLERANCE` times off says so. Other maps (srf normalises
+    rows itself; data-dependent ones) are not checked.
+
+    Parameters
+    ----------
+    projector : BaseProjector
+        Fitted (with its scaling, if any).
+    rows : sequence of array-like
+        Input rows (dense or sparse), as stored: before the map's scaling.
+
+    Returns
+    -------
+    str or None
+        The warning, naming the scale found and the option to pass (Python name and
+        ``dkrp featurize`` flag), or None.
+    """
+    import numpy as np
+
+    from .preprocessing import preprocess
+
+    name = method_of(projector)
+    if name is None or not rows:
+        return None
+    X = np.vstack([np.asarray(r.toarray() if hasattr(r, "toarray") else r, dtype=np.float64)
+                   for r in rows])
+    prep = getattr(projector, "preprocessing_", None) or {}
+    X = preprocess(X, prep)
+    standardize = ("" if "standardize" in prep else
+                   "standardize=True (--standardize)")
+    if METHODS[name].scaling == _BOUNDED:
+        norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())
+        if norm == 0 or 1 / SCALE_TOLERANCE <= norm <= SCALE_TOLERANCE:
+            return None
+        degree = getattr(projector, "degree", 2)
+        return (f"the input's rows have norm up to {norm:.3g} as the map sees them (its first "
+                f"and last rows), far from the norm near 1 that {name} expects: its features "
+                f"scale as the norm to the power {degree} (about {norm ** degree:.3g} here). "
+                "Scale the input: scale_rows='unit' (--scale-rows unit)"
+                + (f", or {standardize}" if standardize else "") + "; see `dkrp methods`.")
+    if name == "rff" and hasattr(projector, "gamma_") and X.shape[0] > 1:
+        diff = X[0] - X[-1]
+        gaussian = projector.kernel == "gaussian"
+        # the kernel's exponent for the two rows, as a length (the scale of the rows)
+        exponent = projector.gamma_ * (float(diff @ diff) if gaussian
+                                       else float(np.abs(diff).sum()))
+        length = np.sqrt(exponent) if gaussian else exponent
+        if length == 0 or 1 / SCALE_TOLERANCE <= length <= SCALE_TOLERANCE:
+            return None
+        what = "gamma * ||x - y||^2" if gaussian else "gamma * ||x - y||_1"
+        value = "0" if length > 1 else "1"
+        return (f"{what} is {exponent:.3g} for the input's first and last rows as the map "
+                f"sees them, far from the values near 1 where the {projector.kernel} kernel "
+                f"varies: it is about {value} for any two rows. "
+                + (f"Scale the input: {standardize}, or let" if standardize else "Let")
+                + " gamma follow the data: gamma='scale' (--gamma scale); see `dkrp "
+                "methods`.")
+    return None

@@ -44,6 +44,9 @@ _CLI_WORDING = [
     (re.compile(r"with chunk_rows=(\d+)"), r"with --chunk-rows \1"),
     (re.compile(r", or pass allow_incomplete=True to (inspect|open) it( anyway)?"),
      " (dkrp info shows how far it got)"),
+    (re.compile(r"scale_rows='unit' \(--scale-rows unit\)"), "--scale-rows unit"),
+    (re.compile(r"standardize=True \(--standardize\)"), "--standardize"),
+    (re.compile(r"gamma='scale' \(--gamma scale\)"), "--gamma scale"),
 ]
 
 
@@ -221,7 +224,7 @@ def main(verbose):
     \b
     Examples:
       dkrp ingest covtype.csv covtype.zarr --label-column Cover_Type --drop-column Id
-      dkrp featurize covtype.zarr covtype-krp.zarr --n-components 2000 --seed 0
+      dkrp featurize covtype.zarr covtype-krp.zarr --n-components 2000 --scale-rows unit
       dkrp info covtype-krp.zarr
       dkrp verify covtype-krp.zarr --repair
       dkrp methods

@@ -22,7 +22,14 @@ from .._choices import (
     STORE_DTYPE_NAMES,
 )
 from ..methods import method_names
-from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
+from ._group import (
+    _as_click_errors,
+    _cli_wording,
+    _client,
+    _cluster_options,
+    _parse_float_or,
+    main,
+)
 
 
 class _FeaturizeCommand(click.Command):
@@ -149,7 +156,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
 
     \b
     Examples:
-      dkrp featurize covtype.zarr krp.zarr --degree 2 --n-components 2000 --seed 0
+      dkrp featurize covtype.zarr krp.zarr --degree 2 --standardize --scale-rows unit
       dkrp featurize mnist.zarr sorf.zarr --pool structured --n-hyperplanes 1024 --n-terms 30
       dkrp featurize x.npy rff.zarr --method rff --gamma scale --dtype float32
       dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
@@ -226,8 +233,6 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
         if summary.get("refusal"):
-            from ._group import _cli_wording
-
             click.echo(f"The real run would stop: {_cli_wording(summary['refusal'])}")
         return
     click.echo(_summary_line(summary, time.perf_counter() - started))
@@ -370,6 +375,7 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
             chunk_rows=chunk_rows, dry_run=dry_run, **(scaling or {}), **(store or {}),
+            on_warning=lambda line: click.echo(f"warning: {_cli_wording(line)}", err=True),
         )
     return summary
 

@@ -31,6 +31,7 @@ from .format import (
     describe_features,
     input_fingerprint,
     open_features,
+    open_xarray,
     read_features,
 )
 from .plan import plan_features
@@ -47,6 +48,7 @@ __all__ = [
     "describe_features",
     "input_fingerprint",
     "open_features",
+    "open_xarray",
     "plan_features",
     "read_features",
     "verify_features",

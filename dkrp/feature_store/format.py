@@ -35,6 +35,14 @@ stores. Stores written before ``encoding``, ``compute_dtype`` and ``compressor``
 lack them and read as float features computed in ``dtype``
 (:mod:`dkrp.feature_store.encoding`).
 
+``Z`` and ``done`` carry attributes for readers that do not know dkrp (plain Zarr,
+``xarray.open_zarr``), which read a missing chunk as the fill value with no error:
+``Z`` names what it holds and how to read and check it (``long_name``,
+``dkrp_encoding``, ``comment``; ``units`` for features, CF ``flag_masks`` and
+``flag_meanings`` for packed bits; :func:`features_array_attrs`), ``done`` what its
+markers mean. Stores written before them have none and read as before.
+:func:`open_xarray` is the checked xarray reader.
+
 Both arrays' codecs end with zarr's ``crc32c`` codec: every chunk file carries a
 CRC-32C of its bytes, checked on every read. :func:`open_features` refuses a complete
 store with a missing chunk file, and reading a chunk that is missing or fails its
@@ -73,6 +81,7 @@ __all__ = [
     "describe_features",
     "input_fingerprint",
     "open_features",
+    "open_xarray",
     "read_features",
 ]
 
@@ -290,12 +299,18 @@ def edge_rows_sha256(*rows) -> str:
     return h.hexdigest()
 
 
+def read_edge_rows(X) -> tuple:
+    """The first and last rows of the dask array ``X`` (at least one row), read now on the
+    current scheduler: ``(first, last)``, one row each."""
+    import dask
+
+    return tuple(dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+
+
 def read_edge_rows_sha256(X) -> str:
     """:func:`edge_rows_sha256` of the dask array ``X`` (at least one row): its first and
     last rows read now, on the current scheduler."""
-    import dask
-
-    return edge_rows_sha256(*dask.compute(X[:1], X[int(X.shape[0]) - 1:]))
+    return edge_rows_sha256(*read_edge_rows(X))
 
 
 def fingerprint_pending(attrs) -> bool:
@@ -446,6 +461,7 @@ def _create(path: Path, attrs: dict):
         compressors=with_checksum(compressor_codecs(
             attrs.get("compressor"), np.dtype(attrs["dtype"]).itemsize)),
         config={"write_empty_chunks": True},
+        attributes=features_array_attrs(attrs),
     )
     group.create_array(
         "done",
@@ -456,8 +472,56 @@ def _create(path: Path, attrs: dict):
         fill_value=0,
         compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
         config={"write_empty_chunks": True},
+        attributes=DONE_ATTRS,
     )
     return group
+
+
+#: What a plain Zarr or xarray reader is told about a store (the attributes of ``Z``)
+_PLAIN_READ = ("A missing chunk reads as the fill value ({fill}) with no error, even when "
+               "the group says complete: true. dkrp.read_features(store) and "
+               "dkrp.open_xarray(store) refuse an incomplete store or a missing chunk and "
+               "check every chunk's checksum; from plain zarr, check that "
+               "Z.nchunks_initialized == Z.nchunks and that every element of done is 1.")
+
+#: The attributes of array ``done`` (stores written before them have none)
+DONE_ATTRS = {
+    "long_name": "per-chunk done markers of Z",
+    "comment": "Element i is 1 once row chunk i of Z is written, 0 (the fill value) before.",
+}
+
+
+def features_array_attrs(attrs) -> dict:
+    """The attributes of array ``Z`` of a store with group attributes ``attrs``.
+
+    They name, for a plain Zarr or xarray reader, what ``Z`` holds and how to read it
+    safely (CF-style ``long_name``, ``units``, ``flag_masks``/``flag_meanings``, which
+    xarray shows as the variable's attributes). Fixed text and the store's own values
+    only, so two runs of the same job still give byte-identical stores. Stores written
+    before them have none and read as before.
+    """
+    if attrs.get("encoding", FLOAT) == BITS:
+        m = int(attrs["n_components"])
+        return {
+            "long_name": "packed sign bits, not features",
+            "dkrp_encoding": BITS,
+            "flag_masks": [1 << (7 - i) for i in range(8)],
+            "flag_meanings": " ".join(f"sign_8j_plus_{i}" for i in range(8)),
+            "comment": (f"{m} signs per row packed 8 to a byte (numpy.packbits, big bit "
+                        "order): bit 7 - i % 8 of byte i // 8 is sign i, a set bit +1 and a "
+                        "clear one -1; byte j holds signs 8j to 8j + 7. Read with "
+                        "dkrp.read_features(store, unpack=True) (+1/-1 float32) or decode with "
+                        f"dkrp.unpack_bits(Z, {m}). " + _PLAIN_READ.format(fill="0: all signs "
+                                                                         "-1")),
+        }
+    return {
+        "long_name": "random features",
+        "dkrp_encoding": FLOAT,
+        "units": "1",
+        "comment": (f"{attrs['n_components']} features per row of the map in the group's spec. "
+                    "Read with dkrp.read_features(store). "
+                    + _PLAIN_READ.format(fill="NaN")),
+    }
 
 
 def _write_labels(path: Path, labels, chunk_rows: int):
@@ -663,3 +727,63 @@ def read_features(path, *, unpack=False):
         Z = Z.map_blocks(unpack_bits, m, np.float32, dtype=np.float32,
                          chunks=(Z.chunks[0], (m,)))
     return Z, y
+
+
+def open_xarray(path, *, unpack=False):
+    """A feature store as an :class:`xarray.Dataset`, checked as :func:`read_features` is.
+
+    ``xarray.open_zarr(path)`` reads a store too, but it cannot know what dkrp
+    records: it opens an incomplete store, and a missing chunk reads as NaN (0 in a
+    bit store) with no error. This opener refuses what :func:`open_features`
+    refuses (an incomplete store, a complete one lacking a chunk file), and its
+    arrays read every chunk through the same checks (a chunk deleted or changed
+    since raises :class:`~dkrp.errors.ChunkError`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A feature store.
+    unpack : bool, default=False
+        As for :func:`read_features`: a bit store is refused unless True, and then
+        its signs are the +1/-1 float32 features.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``Z`` (dims ``sample``, ``component``; lazy, one dask block per chunk) and, when
+        the store holds labels, ``y`` (dim ``sample``); the store's group attributes
+        as ``attrs``, and ``Z``'s own as ``Z.attrs``.
+
+    Raises
+    ------
+    ImportError
+        xarray is not installed (dkrp does not depend on it).
+    FileNotFoundError, FeatureStoreError, ChunkError
+        As :func:`read_features`.
+
+    Examples
+    --------
+    >>> import dkrp                                         # doctest: +SKIP
+    >>> ds = dkrp.open_xarray("train-features.zarr")        # doctest: +SKIP
+    >>> ds["Z"].mean("sample").compute()                    # doctest: +SKIP
+    """
+    try:
+        import xarray as xr
+    except ImportError as exc:
+        raise ImportError("dkrp.open_xarray needs xarray (pip install xarray); "
+                          "dkrp.read_features reads a store without it.") from exc
+    import zarr
+
+    features = open_features(path)
+    if features.encoding == BITS:
+        Z, _ = read_features(features.path, unpack=unpack)  # refused unless unpack
+        z_attrs = {"long_name": "signs (+1/-1) unpacked from packed sign bits", "units": "1"}
+    else:
+        Z = features.Z
+        z_attrs = dict(zarr.open_array(str(features.path / "Z"), mode="r").attrs) or (
+            features_array_attrs(features.attrs))
+    variables = {"Z": xr.Variable(("sample", "component"), Z, attrs=z_attrs)}
+    if features.y is not None:
+        variables["y"] = xr.Variable(("sample",), features.y,
+                                     attrs={"long_name": "labels of the input"})
+    return xr.Dataset(variables, attrs=dict(features.attrs))

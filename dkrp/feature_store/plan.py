@@ -23,9 +23,11 @@ from .format import (
     _mismatches,
     _read_attrs,
     _written_chunks,
+    edge_rows_sha256,
     fingerprint_pending,
     input_fingerprint,
     legacy_source_sha256,
+    read_edge_rows,
 )
 
 logger = logging.getLogger(__name__)
@@ -247,8 +249,10 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         compute dtype), ``store`` (``{"bits", "store_dtype"}``: what a chunk task
         stores),
         ``missing`` (chunks to write), ``task_memory`` (bytes one chunk task needs,
-        :func:`task_memory`), ``labels`` (as given) and ``seconds`` (the time planning
-        took, counted in the run's time).
+        :func:`task_memory`), ``labels`` (as given), ``edge_rows`` (the input's first
+        and last rows when planning read them for the fingerprint, else None: a new
+        store's run reads them) and ``seconds`` (the time planning took, counted in the
+        run's time).
 
     Raises
     ------
@@ -274,8 +278,12 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     # (write_plan): nothing exists here to compare them with
     edges_later = fingerprint is None and not any(
         p.exists() or p.is_symlink() for p in (path, overwrite_sibling(path)))
+    edge_rows = None
     if fingerprint is None:
-        fingerprint = input_fingerprint(X, source=source, edge_rows=not edges_later)
+        fingerprint = input_fingerprint(X, source=source, edge_rows=False)
+        if not edges_later:
+            edge_rows = read_edge_rows(X)  # kept for the plan's caller (its scale check)
+            fingerprint["edge_rows_sha256"] = edge_rows_sha256(*edge_rows)
     k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
     stored_row = row_bytes(k, out_dtype, bits=options["bits"],
                            store_dtype=options["store_dtype"])
@@ -363,7 +371,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     return {"action": action, "path": path, "build_path": build, "replace": replace,
             "restart": build in restarted, "attrs": attrs, "X": aligned, "dtype": out_dtype,
             "store": store, "missing": missing,
-            "task_memory": memory, "labels": labels, "seconds": time.perf_counter() - t0}
+            "task_memory": memory, "labels": labels, "edge_rows": edge_rows,
+            "seconds": time.perf_counter() - t0}
 
 
 def _content_identity(old, fingerprint, source):

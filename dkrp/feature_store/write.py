@@ -51,6 +51,7 @@ from .format import (
     _written_chunks,
     edge_rows_sha256,
     fingerprint_pending,
+    read_edge_rows,
     read_edge_rows_sha256,
 )
 from .plan import plan_features
@@ -154,7 +155,7 @@ def write_features(
     return write_plan(plan, projector, client=client, progress=progress, retries=retries)
 
 
-def write_plan(plan, projector, *, client=None, progress=True, retries=0):
+def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edge_rows=None):
     """Carry out a plan of :func:`~dkrp.feature_store.plan_features`: write what it found missing.
 
     :func:`write_features` is ``plan_features`` then ``write_plan``; calling them
@@ -170,6 +171,12 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         The fitted projector the plan was made for.
     client, progress, retries
         As for :func:`write_features`.
+    on_edge_rows : callable, optional
+        Called as ``on_edge_rows(first, last)`` with the input's first and last rows
+        (one row each) when the run reads them for a new store's fingerprint: before
+        the first chunk on dask's local scheduler, as the first round of tasks brings
+        them back on a cluster. Not called when the plan read them already
+        (``plan["edge_rows"]``).
 
     Returns
     -------
@@ -206,8 +213,11 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         elif build.exists():
             build.rmdir()  # plan_features allows only an empty directory here
         if edges_later and client is None:  # dask's local scheduler: read them now
-            attrs["input"]["edge_rows_sha256"] = read_edge_rows_sha256(X)
+            rows = read_edge_rows(X)
+            attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(*rows)
             edges_later = False
+            if on_edge_rows is not None:
+                on_edge_rows(*rows)
         _create(build, attrs)
         done = np.zeros(n_chunks, dtype=bool)
     else:
@@ -226,11 +236,15 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0):
         attrs["input"]["edge_rows_sha256"] = digest
         write_attrs(zarr.open_group(str(build), mode="r+"), attrs)
 
+    def edge_rows_read(*rows):
+        record_edge_rows(edge_rows_sha256(*rows))
+        if on_edge_rows is not None:
+            on_edge_rows(*rows)
+
     try:
         _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
                    retries, store=plan.get("store"),
-                   on_edge_rows=(lambda *rows: record_edge_rows(edge_rows_sha256(*rows)))
-                   if edges_later else None)
+                   on_edge_rows=edge_rows_read if edges_later else None)
     except Exception:
         if edges_later and fingerprint_pending(attrs):
             # a failed run keeps its finished chunks for the next one (not so a killed one)
