@@ -378,7 +378,9 @@ def test_trained_on_sketches_predicts_from_received_bits():
     sq = np.full(len(bits), 4.0)
     expected = (4.0 * (signs @ w) * math.pi / (2 * math.sqrt(256)) + b > 0).astype(int)
     assert np.array_equal(clf.predict_bits(bits, sq_norms=sq), clf.classes_[expected])
-    with pytest.raises(ValueError, match="predict_bits"):
+    with pytest.raises(ValueError, match=(
+            r"^predict_sketches classifies sketches with a model trained on bits; this one "
+            r"was trained on sketches \(train_on='sketch'\): use predict_bits\.$")):
         clf.predict_sketches(spe.transform(X[:3]))
 
 
@@ -392,9 +394,12 @@ def test_trained_on_bits_predicts_from_received_sketches():
     w, b = clf.estimator_.coef_.ravel(), clf.estimator_.intercept_[0]
     np.testing.assert_allclose(clf.decision_function(X), B @ w / (2 * math.sqrt(128)) + b,
                                rtol=1e-10)
-    with pytest.raises(ValueError, match="predict_sketches"):
+    with pytest.raises(ValueError, match=(
+            r"^predict_bits classifies bits with a model trained on sketches; this one "
+            r"was trained on bits \(train_on='bits'\): use predict_sketches\.$")):
         clf.predict_bits(clf.embedding_.transform_bits(X))
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match=r"^sketches must have shape \(n_samples, 128\), "
+                       r"got \(600, 5\)\.$"):
         clf.predict_sketches(B[:, :5])
 
 
