@@ -47,53 +47,14 @@ class FeaturizeResult(NamedTuple):
 
 
 def open_input(path):
-    """A dask array and its provenance from a dataset store, ``.npy`` or Parquet file.
+    """A dask array and its provenance: :func:`dkrp.io.inputs.open_input`.
 
-    Parameters
-    ----------
-    path : str or os.PathLike
-        A dataset store made by :func:`dkrp.io.ingest` (a directory), a ``.npy``
-        file, or a Parquet file (``.parquet``, ``.pq``).
-
-    Returns
-    -------
-    X : dask.array.Array
-    provenance : dict
-        For a dataset store its ``path`` and attributes; for a file its ``path`` and
-        ``sha256``. Recorded in the feature store's input fingerprint.
-
-    Raises
-    ------
-    FileNotFoundError
-        Nothing at ``path``.
-    ValueError
-        ``path`` is a file of another format (the message says how to ingest it).
+    Kept here for callers of ``dkrp.jobs``; imported when called, as ``dkrp.io`` (and
+    dask.array with it) is not needed to size or plan a job.
     """
-    X, provenance, _ = _open(path)
-    return X, provenance
+    from .io.inputs import open_input as open_
 
-
-def _open(path):
-    """:func:`open_input` plus the labels of a dataset store (None without labels)."""
-    from . import io
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"Input {path} does not exist.")
-    if path.is_dir():
-        ds = io.open_dataset(path)
-        return ds.X, {"path": str(ds.path), **ds.attrs}, ds.y
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return io.from_npy(path), {"path": str(path.absolute()),
-                                   "sha256": io.file_sha256(path)}, None
-    if suffix in (".parquet", ".pq"):
-        return io.from_parquet(path), {"path": str(path.absolute()),
-                                       "sha256": io.file_sha256(path)}, None
-    raise ValueError(
-        f"{path} is not a dataset store, .npy or Parquet file. Convert it first: "
-        f"dkrp ingest {path} {path.with_suffix('.zarr').name}"
-    )
+    return open_(path)
 
 
 def featurize_to_store(
@@ -269,7 +230,9 @@ def featurize_to_store(
     if isinstance(source, da.Array):
         X = source
     elif isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
-        X, opened, y = _open(source)
+        from .io.inputs import open_labelled_input
+
+        X, opened, y = open_labelled_input(source)
         provenance = opened if provenance is None else provenance
         labels = y if labels is None else labels
     else:

@@ -221,7 +221,7 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
     import dask.array as da
 
     from .._spec import from_spec
-    from ..jobs import _open
+    from ..io.inputs import open_labelled_input
     from ..parallel import check_workers
     from .encoding import store_options
     from .format import _write_label_chunks, label_values
@@ -241,7 +241,7 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
         X, provenance = source, None
     else:
         try:
-            X, provenance, opened_labels = _open(source)
+            X, provenance, opened_labels = open_labelled_input(source)
         except FileNotFoundError as exc:
             raise FeatureStoreError(
                 f"Cannot repair {path}: its input {source} is gone ({exc}). Pass the same "
