@@ -506,3 +506,16 @@ def test_kernel_estimates_of_float32_rows_are_computed_in_float64():
     assert np.array_equal(sign_kernel(X, X[:2]), sign_kernel(X.astype(np.float64),
                                                              X[:2].astype(np.float64)))
     assert np.array_equal(sign_kernel(X), sign_kernel(X.astype(np.float64)))
+
+
+def test_output_spec_says_each_outputs_width_and_dtype():
+    # what a writer sizes a store by: features in the compute dtype (float64 unless
+    # told), bits as ceil(m / 8) bytes of uint8 whatever the compute dtype
+    spe = dkrp.SignProductEmbedding(n_components=20, random_state=0).fit(np.ones((2, 3)))
+    assert spe.output_spec() == (20, np.dtype(np.float64))
+    assert spe.output_spec("features", np.float32) == (20, np.dtype(np.float32))
+    assert spe.output_spec("bits") == (3, np.dtype(np.uint8))
+    assert spe.output_spec("bits", np.float32) == (3, np.dtype(np.uint8))
+    with pytest.raises(ValueError, match=r"^SignProductEmbedding computes 'features' and "
+                                         r"'bits', not 'signs'\.$"):
+        spe.output_spec("signs")
