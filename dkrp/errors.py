@@ -16,6 +16,7 @@ __all__ = [
     "PartitionError",
     "PartitionInputError",
     "ChunkError",
+    "ClusterError",
 ]
 
 
@@ -142,3 +143,7 @@ class ChunkError(StoreError, ValueError):
 
 def _rebuild_chunk_error(message, store, array, chunk, problem):
     return ChunkError(message, store=store, array=array, chunk=chunk, problem=problem)
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot run the job: its workers are gone and none replaced them."""

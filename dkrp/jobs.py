@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .errors import ClusterError
+
 __all__ = ["FeaturizeResult", "featurize_to_store", "open_input", "size_job", "task_budget"]
 
 logger = logging.getLogger(__name__)
@@ -424,7 +426,16 @@ def _worker_rss(dask_worker=None):
     return psutil.Process().memory_info().rss
 
 
-def task_budget(client, module=None) -> float | None:
+#: Seconds a job waits for replacements of workers lost before its first task (dask
+#: config ``dkrp.worker-wait`` overrides it, e.g. ``DASK_DKRP__WORKER_WAIT=300``).
+WORKER_WAIT = 60.0
+
+#: Memory restarts (nanny events) before the first task after which a job stops: the
+#: workers cannot even start within their memory limit.
+MEMORY_RESTARTS = 2
+
+
+def task_budget(client, module=None, wait=None) -> float | None:
     """Bytes one task may use on the tightest worker of ``client`` (None: no limits).
 
     ``(pause * memory_limit - memory in use) / threads``, ``pause`` being
@@ -433,35 +444,91 @@ def task_budget(client, module=None) -> float | None:
     every worker first, so the memory in use counts the code a task will load
     (``import dkrp`` itself loads none of it).
 
+    A worker that dies while asked (preempted, killed, a node lost) is waited for:
+    the probe is repeated once the cluster has its workers back, for up to ``wait``
+    seconds (default :data:`WORKER_WAIT`, or the dask config ``dkrp.worker-wait``).
+    Only nannies' memory restarts (their ``worker-restart-memory`` events) count
+    against the memory: :data:`MEMORY_RESTARTS` of them mean the workers cannot start
+    within their limit.
+
     Raises
     ------
     MemoryError
-        A worker's memory in use is already above its pause threshold: it would never
-        run a task, and the job would hang.
+        A worker's memory in use is already above its pause threshold, or workers were
+        restarted for memory again and again: no task would ever run, the job would hang.
+    ClusterError
+        Workers were lost and not replaced within ``wait`` seconds.
     """
+    import time
+
+    import dask
+
+    if wait is None:
+        wait = float(dask.config.get("dkrp.worker-wait", WORKER_WAIT))
+    since = time.time()  # the scheduler stamps events with time.time()
+    deadline = time.monotonic() + wait
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    wanted = len(workers)
+    limit = max((info.get("memory_limit") or 0 for info in workers.values()), default=0)
+    while True:
+        budget, died = _probe_budget(client, module)
+        if not died:
+            return budget
+        lost = ", ".join(sorted(died))
+        first = next(iter(died.values()))
+        while True:
+            restarts = _memory_restarts(client, since)
+            if len(restarts) >= MEMORY_RESTARTS:
+                raise MemoryError(
+                    f"Workers were restarted {len(restarts)} times for exceeding their memory "
+                    f"limit{f' ({format_bytes(limit)})' if limit else ''} before running any "
+                    "task (last: " + restarts[-1]["worker"] + "); the job would hang. Give "
+                    "workers more memory (--memory-limit 1GiB or more)."
+                ) from first
+            if len(client.scheduler_info(n_workers=-1)["workers"]) >= wanted:
+                break
+            if time.monotonic() > deadline:
+                raise _workers_lost(client, lost, wanted, wait, first) from first
+            time.sleep(0.2)
+        if time.monotonic() > deadline:
+            raise _workers_lost(client, lost, wanted, wait, first) from first
+        time.sleep(0.2)
+        logger.warning("worker(s) %s stopped answering before running any task (not for "
+                       "memory): asking the workers again", lost)
+
+
+def _workers_lost(client, lost, wanted, wait, cause) -> ClusterError:
+    have = len(client.scheduler_info(n_workers=-1)["workers"])
+    return ClusterError(
+        f"Worker(s) {lost} stopped answering before running any task ({type(cause).__name__}: "
+        f"{cause}), and after {wait:.0f} s the cluster has {have} of its {wanted} workers "
+        "answering. Start more workers, or wait longer (dask config dkrp.worker-wait, e.g. "
+        "DASK_DKRP__WORKER_WAIT=300)."
+    )
+
+
+def _probe_budget(client, module):
+    """One round of :func:`task_budget`: ``(budget, {address: exception})``."""
     import dask
 
     workers = client.scheduler_info(n_workers=-1)["workers"]
     died = {}
-    if module is not None:  # a worker killed by its nanny while importing it: reported below
+    if module is not None:  # a worker killed (by its nanny or not) while importing it
         loaded = client.run(importlib.import_module, module, on_error="return")
         died = {address: result for address, result in loaded.items()
                 if isinstance(result, BaseException) and not isinstance(result, ImportError)}
-    in_use = {**client.run(_worker_rss, on_error="return"), **died}
+    answers = client.run(_worker_rss, on_error="return")
+    died.update({address: result for address, result in answers.items()
+                 if isinstance(result, BaseException)})
+    if died:
+        return None, died
     pause = dask.config.get("distributed.worker.memory.pause", 0.8) or 0.95
     budget = None
     for address, info in workers.items():
         limit = info.get("memory_limit") or 0
         if not limit:
             continue
-        used = in_use.get(address, info.get("metrics", {}).get("memory", 0))
-        if isinstance(used, BaseException):  # died while asked, e.g. killed by its nanny
-            raise MemoryError(
-                f"Worker {address} (memory limit {format_bytes(limit)}) stopped answering "
-                "before running any task; a worker restarted for exceeding its memory limit "
-                "at start-up would make the job hang. Give workers more memory "
-                "(--memory-limit 1GiB or more)."
-            ) from used
+        used = answers.get(address, info.get("metrics", {}).get("memory", 0))
         if used >= pause * limit:
             raise MemoryError(
                 f"Worker {address} uses {format_bytes(used)} before running any task, but "
@@ -472,7 +539,16 @@ def task_budget(client, module=None) -> float | None:
             )
         per_task = (pause * limit - used) / max(1, int(info.get("nthreads", 1)))
         budget = per_task if budget is None else min(budget, per_task)
-    return budget
+    return budget, {}
+
+
+def _memory_restarts(client, since: float) -> list[dict]:
+    """The nannies' ``worker-restart-memory`` events since ``since`` (oldest first)."""
+    try:
+        events = client.get_events("worker-restart-memory")
+    except Exception:  # noqa: BLE001 - a scheduler that keeps no events: none known
+        return []
+    return [dict(msg) for stamp, msg in events if stamp >= since and isinstance(msg, dict)]
 
 
 def _rows_for(plan, projector, budget) -> int | None:

@@ -19,11 +19,11 @@ import click
 
 
 def _user_errors():
-    from ..errors import SpecError
+    from ..errors import ClusterError, SpecError
     from ..feature_store import FeatureStoreError
 
     return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
-            ImportError, NotADirectoryError, PermissionError, MemoryError)
+            ImportError, NotADirectoryError, PermissionError, MemoryError, ClusterError)
 
 
 #: Library wording -> command-line wording, applied to every error the CLI prints.
