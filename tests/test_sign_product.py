@@ -405,9 +405,11 @@ def test_trained_on_bits_predicts_from_received_sketches():
 
 def test_asymmetric_classifier_errors():
     X, y = _quadratic_problem(n=40)
-    with pytest.raises(ValueError, match="train_on"):
+    with pytest.raises(ValueError, match=r"^train_on must be one of 'sketch', 'bits'; "
+                                         r"got 'both'\.$"):
         dkrp.AsymmetricSketchClassifier(train_on="both").fit(X, y)
-    with pytest.raises(ValueError, match="SignProductEmbedding"):
+    with pytest.raises(ValueError, match=r"^embedding must be a SignProductEmbedding, got "
+                                         r"TensorSketch\.$"):
         dkrp.AsymmetricSketchClassifier(embedding=dkrp.TensorSketch()).fit(X, y)
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError):
@@ -519,3 +521,26 @@ def test_output_spec_says_each_outputs_width_and_dtype():
     with pytest.raises(ValueError, match=r"^SignProductEmbedding computes 'features' and "
                                          r"'bits', not 'signs'\.$"):
         spe.output_spec("signs")
+
+
+def test_asymmetric_classifier_defaults_and_a_given_estimator():
+    # no embedding given: a default SPE (100 components) fitted here; an estimator given:
+    # a clone of it is the model (the given one untouched), not a LinearSVC
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _quadratic_problem(n=200)
+    clf = dkrp.AsymmetricSketchClassifier().fit(X, y)
+    assert isinstance(clf.embedding_, dkrp.SignProductEmbedding)
+    assert clf.embedding_.n_components_ == 100 and clf.embedding is None
+    assert type(clf.estimator_).__name__ == "LinearSVC"
+    given = LogisticRegression(C=3.0, max_iter=500)
+    clf = dkrp.AsymmetricSketchClassifier(estimator=given).fit(X, y)
+    assert isinstance(clf.estimator_, LogisticRegression) and clf.estimator_ is not given
+    assert clf.estimator_.C == 3.0 and not hasattr(given, "coef_")
+
+
+def test_sketch_features_keep_the_sketches_dtype():
+    # float32 sketches (a float32 store) stay float32: half the memory of the model's input
+    B = np.random.default_rng(0).standard_normal((3, 16))
+    assert sketch_features(B.astype(np.float32)).dtype == np.float32
+    np.testing.assert_allclose(sketch_features(B), B / 8.0, rtol=1e-15)
