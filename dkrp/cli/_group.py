@@ -139,10 +139,12 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
             "--n-workers/--memory-limit size the embedded cluster; drop them when using "
             "--scheduler or --scheduler-file."
         )
+    connected = False
     try:
         _drop_distributed_cancel_race()
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
+            connected = True
             embedded = not (scheduler or scheduler_file)
             if embedded and not _verbosity():
                 # a task's error reaches this process and is reported in one line
@@ -157,7 +159,8 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
                 _quiet_cluster(client, embedded=not (scheduler or scheduler_file))
                 raise
     except OSError as exc:
-        if scheduler or scheduler_file:
+        # an OSError of the command itself (a missing file) is not the scheduler's
+        if (scheduler or scheduler_file) and not connected:
             raise click.ClickException(
                 f"Could not reach the Dask scheduler {scheduler or scheduler_file}: {exc}. "
                 "Check the address and that the scheduler is running."
