@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ChunkError
+from .errors import ChunkError, Message, Param
 
 __all__ = []
 
@@ -457,10 +457,11 @@ def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
         try:
             array = zarr.open_array(str(array_dir), mode="r")
         except Exception as exc:  # noqa: BLE001 - no metadata: nothing to check against
-            raise ValueError(
-                f"Store {store}: the metadata of array {name!r} ({name}/zarr.json) is missing "
-                f"or unreadable ({type(exc).__name__}: {exc}); its chunks cannot be checked. "
-                "Rebuild the store (featurize or ingest with --overwrite)."
+            raise ValueError(Message(
+                "Store {}: the metadata of array {!r} ({}/zarr.json) is missing or unreadable "
+                "({}: {}); its chunks cannot be checked. Rebuild the store (featurize or ingest "
+                "with {}).", store, name, name, type(exc).__name__, exc,
+                Param("overwrite", True))
             ) from exc
         all_chunks = _all_chunks(array)
         arrays[name] = {"chunks": len(all_chunks), "checksums": has_checksums(array)}

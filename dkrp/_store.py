@@ -25,6 +25,8 @@ import threading
 import uuid
 from pathlib import Path
 
+from .errors import Message
+
 __all__ = ["FORMATS", "read_attrs", "check_store", "consolidate", "publish_atomically",
            "write_attrs"]
 
@@ -89,7 +91,7 @@ def check_store(path, fmt: str, *, allow_incomplete=False, error=ValueError,
                     f"reads ({newest}): upgrade dkrp to open it.")
     if attrs.get("complete") is not True and not allow_incomplete:
         hint = incomplete_hint(attrs) if callable(incomplete_hint) else incomplete_hint
-        raise error(f"{name.capitalize()} {path} is incomplete: {hint}")
+        raise error(Message("{} {} is incomplete: {}", name.capitalize(), path, hint))
     return attrs
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import Message, Param
+
 __all__ = [
     "DatasetNotFoundError",
     "data_dir",
@@ -276,8 +278,10 @@ def _fetch_covtype(download: bool, missing: DatasetNotFoundError):
     try:
         bunch = fetch_covtype(download_if_missing=download)
     except OSError as exc:
-        hint = "" if download else " Pass download=True to let scikit-learn download it."
-        raise DatasetNotFoundError(f"{missing}{hint} (scikit-learn: {exc})") from exc
+        # the command line has no download flag: there the hint is left out
+        hint = "" if download else Message(" Pass {} to let scikit-learn download it.",
+                                           Param("download", True), cli="")
+        raise DatasetNotFoundError(Message("{}{} (scikit-learn: {})", missing, hint, exc)) from exc
     logger.info("covtype: using scikit-learn's copy (%d rows)", bunch.data.shape[0])
     return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
 

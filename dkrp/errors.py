@@ -4,11 +4,18 @@ Every error dkrp raises on purpose is one of these (or a plain ``ValueError`` /
 ``FileNotFoundError`` with scikit-learn's wording for bad arguments). They are
 importable without importing anything heavy, so the CLI can classify errors
 cheaply, and they pickle (they may cross process boundaries on a cluster).
+
+A message that tells the reader to pass a parameter is a :class:`Message` naming it
+with a :class:`Param`: as a string it says the Python spelling (``chunk_rows=512``),
+and the command line renders the same message with the command's flags
+(``--chunk-rows 512``), so neither shows the other's names.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "Message",
+    "Param",
     "SpecError",
     "StoreError",
     "FeatureStoreError",
@@ -18,6 +25,189 @@ __all__ = [
     "ChunkError",
     "ClusterError",
 ]
+
+
+class Param:
+    """A parameter named in a :class:`Message`.
+
+    Parameters
+    ----------
+    name : str
+        The Python parameter, e.g. ``"chunk_rows"``.
+    value : object, optional
+        The value to pass; omitted, the message names the parameter alone.
+    metavar : str, optional
+        A placeholder shown instead of a value: ``retries=N`` (``--retries N``).
+    command : str, optional
+        The command whose flag it is, when not the one running: an incomplete dataset
+        store says ``dkrp ingest``'s ``--overwrite`` to whichever command opened it.
+
+    Examples
+    --------
+    >>> Param("chunk_rows", 512).python()
+    'chunk_rows=512'
+    >>> Param("scale_rows", "unit").python()
+    "scale_rows='unit'"
+    """
+
+    _NAME_ONLY = object()
+
+    def __init__(self, name, value=_NAME_ONLY, *, metavar=None, command=None):
+        self.name = str(name)
+        self.value = value
+        self.metavar = metavar
+        self.command = command
+
+    @property
+    def has_value(self) -> bool:
+        """Whether the message gives a value (or a placeholder), not the name alone."""
+        return self.metavar is not None or self.value is not Param._NAME_ONLY
+
+    def python(self) -> str:
+        """The Python spelling: ``name``, ``name=value`` (its repr) or ``name=METAVAR``."""
+        if self.metavar is not None:
+            return f"{self.name}={self.metavar}"
+        return self.name if not self.has_value else f"{self.name}={self.value!r}"
+
+    def __reduce__(self):
+        value = self.value if self.value is not Param._NAME_ONLY else None
+        return (_rebuild_param, (self.name, self.has_value, value, self.metavar, self.command))
+
+    def __repr__(self):
+        return f"Param({self.python()})"
+
+
+def _rebuild_param(name, has_value, value, metavar, command):
+    if has_value and metavar is None:
+        return Param(name, value, command=command)
+    return Param(name, metavar=metavar, command=command)
+
+
+class Message(str):
+    """A message that names parameters: the Python wording, with its parts kept.
+
+    The string is the message as the Python API says it, each :class:`Param`
+    spelled ``name=value``. The command line renders the same parts with
+    :meth:`render`, spelling each parameter as the command's flag. A nested message
+    is a clause: where one of its parameters has no flag on the command, the clause
+    says ``cli`` instead (``""``: it is left out), so advice about a Python-only
+    parameter (``allow_incomplete=True``) is not shown to the command line.
+
+    Parameters
+    ----------
+    template : str
+        A :meth:`str.format` template with positional fields (``{}``, ``{:.3g}``).
+    *args
+        The fields: :class:`Param`, :class:`Message`, or any value (formatted as
+        :meth:`str.format` would).
+    cli : str, optional
+        What a clause says on a command line that lacks one of its parameters
+        (default: the enclosing message decides; at the top, the Python spelling
+        is kept).
+    python : str, optional
+        What the clause says from Python instead, where its parameter is the command
+        line's alone (``--method spe``; from Python, a class is passed).
+
+    Examples
+    --------
+    >>> m = Message("pass {} to replace it", Param("overwrite", True))
+    >>> m
+    'pass overwrite=True to replace it'
+    >>> m.render(lambda p: "--overwrite")
+    'pass --overwrite to replace it'
+    """
+
+    def __new__(cls, template, *args, cli=None, python=None, _sep=None):
+        parts = tuple(args)
+        if python is not None:
+            text = python
+        elif _sep is None:
+            text = template.format(*(_python(a) for a in parts))
+        else:
+            text = _sep.join(str(_python(a)) for a in parts)
+        self = super().__new__(cls, text)
+        self.template, self.parts, self.cli, self._sep = template, parts, cli, _sep
+        self._python = python
+        return self
+
+    @classmethod
+    def join(cls, sep, parts):
+        """``sep.join(parts)``, keeping the parts; on a command line, parts that name a
+        parameter it lacks are left out.
+
+        Examples
+        --------
+        >>> Message.join(", ", [Param("degree"), Param("random_state")])
+        'degree, random_state'
+        """
+        return cls(None, *parts, _sep=str(sep))
+
+    def params(self):
+        """Every :class:`Param` the message names, nested clauses included."""
+        for part in self.parts:
+            if isinstance(part, Param):
+                yield part
+            elif isinstance(part, Message):
+                yield from part.params()
+
+    def render(self, flag) -> str:
+        """The message with each parameter spelled by ``flag``.
+
+        Parameters
+        ----------
+        flag : callable
+            ``flag(param)`` returns the spelling of a :class:`Param` (a command's
+            flag), or None when there is no such flag.
+
+        Returns
+        -------
+        str
+            Clauses naming a parameter without a flag say their ``cli`` text; such a
+            parameter outside any clause keeps its Python spelling.
+        """
+        return self._render(flag, top=True)
+
+    def _render(self, flag, top=False):
+        rendered = []
+        for part in self.parts:
+            if isinstance(part, Param):
+                text = flag(part)
+            elif isinstance(part, Message):
+                text = part._render(flag)
+            else:
+                rendered.append(part)
+                continue
+            if text is None:
+                if self._sep is not None:
+                    continue
+                if not top:
+                    return self.cli
+                text = _python(part)
+            rendered.append(text)
+        if self._sep is not None:
+            return self._sep.join(str(t) for t in rendered)
+        return self.template.format(*rendered)
+
+    def __reduce__(self):  # picklable (it may cross process boundaries)
+        return (_rebuild_message,
+                (self.template, self.parts, self.cli, self._python, self._sep))
+
+
+def _python(part):
+    if isinstance(part, Param):
+        return part.python()
+    if isinstance(part, Message):
+        return str(part)
+    return part
+
+
+def _rebuild_message(template, parts, cli, python, sep):
+    return Message(template, *parts, cli=cli, python=python, _sep=sep)
+
+
+def _message(exc) -> object:
+    """The message an exception was made with: a :class:`Message` stays one."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Message) else str(exc)
 
 
 class SpecError(ValueError):
@@ -44,10 +234,10 @@ class FeatureStoreMismatchError(FeatureStoreError, ValueError):
 
     def __init__(self, message, *, problems=()):
         super().__init__(message)
-        self.problems = tuple(str(p) for p in problems)
+        self.problems = tuple(p if isinstance(p, Message) else str(p) for p in problems)
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
-        return (_rebuild_mismatch_error, (str(self), self.problems))
+        return (_rebuild_mismatch_error, (_message(self), self.problems))
 
 
 def _rebuild_mismatch_error(message, problems):
@@ -71,7 +261,7 @@ class PartitionInputError(ValueError):
         self.partition = None if partition is None else int(partition)
 
     def __reduce__(self):
-        return (_rebuild_partition_input_error, (str(self), self.partition))
+        return (_rebuild_partition_input_error, (_message(self), self.partition))
 
 
 def _rebuild_partition_input_error(message, partition):
@@ -104,7 +294,7 @@ class PartitionError(FeatureStoreError):
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
         return (_rebuild_partition_error,
-                (str(self), self.partition, self.rows, self.attempts))
+                (_message(self), self.partition, self.rows, self.attempts))
 
 
 def _rebuild_partition_error(message, partition, rows, attempts):
@@ -138,7 +328,7 @@ class ChunkError(StoreError, ValueError):
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
         return (_rebuild_chunk_error,
-                (str(self), self.store, self.array, self.chunk, self.problem))
+                (_message(self), self.store, self.array, self.chunk, self.problem))
 
 
 def _rebuild_chunk_error(message, store, array, chunk, problem):

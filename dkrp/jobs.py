@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import ClusterError
+from .errors import ClusterError, Message, Param
 
 __all__ = ["FeaturizeResult", "featurize_to_store", "open_input", "size_job", "task_budget"]
 
@@ -413,11 +413,11 @@ def _check_disk(size, dest):
     free = shutil.disk_usage(where).free
     if size["bytes"] > free:
         n, k = size["shape"]
-        raise MemoryError(
-            f"The output is {n} x {k} {size['dtype']} = {format_bytes(size['bytes'])}, more "
-            f"than the {format_bytes(free)} free at {where}. Nothing was started; use fewer "
-            "components (--n-components) or rows, float32 (--dtype float32), or another disk."
-        )
+        raise MemoryError(Message(
+            "The output is {} x {} {} = {}, more than the {} free at {}. Nothing was started; "
+            "use fewer components ({}) or rows, float32 ({}), or another disk.", n, k,
+            size["dtype"], format_bytes(size["bytes"]), format_bytes(free), where,
+            Param("n_components"), Param("dtype", "float32")))
 
 
 def _worker_rss(dask_worker=None):
@@ -479,12 +479,12 @@ def task_budget(client, module=None, wait=None) -> float | None:
         while True:
             restarts = _memory_restarts(client, since)
             if len(restarts) >= MEMORY_RESTARTS:
-                raise MemoryError(
-                    f"Workers were restarted {len(restarts)} times for exceeding their memory "
-                    f"limit{f' ({format_bytes(limit)})' if limit else ''} before running any "
-                    "task (last: " + restarts[-1]["worker"] + "); the job would hang. Give "
-                    "workers more memory (--memory-limit 1GiB or more)."
-                ) from first
+                raise MemoryError(Message(
+                    "Workers were restarted {} times for exceeding their memory limit{} before "
+                    "running any task (last: {}); the job would hang. Give workers more memory "
+                    "({} or more).", len(restarts),
+                    f" ({format_bytes(limit)})" if limit else "", restarts[-1]["worker"],
+                    Param("memory_limit", "1GiB"))) from first
             if len(client.scheduler_info(n_workers=-1)["workers"]) >= wanted:
                 break
             if time.monotonic() > deadline:
@@ -530,13 +530,12 @@ def _probe_budget(client, module):
             continue
         used = answers.get(address, info.get("metrics", {}).get("memory", 0))
         if used >= pause * limit:
-            raise MemoryError(
-                f"Worker {address} uses {format_bytes(used)} before running any task, but "
-                f"its memory limit is {format_bytes(limit)} and a worker above {pause:.0%} of "
-                f"it ({format_bytes(pause * limit)}) runs nothing: the job would hang. Give "
-                f"workers more memory (--memory-limit {-(-2 * used // (pause * 2**20)):.0f}MiB "
-                "or more)."
-            )
+            raise MemoryError(Message(
+                "Worker {} uses {} before running any task, but its memory limit is {} and a "
+                "worker above {:.0%} of it ({}) runs nothing: the job would hang. Give workers "
+                "more memory ({} or more).", address, format_bytes(used), format_bytes(limit),
+                pause, format_bytes(pause * limit),
+                Param("memory_limit", f"{-(-2 * used // (pause * 2**20)):.0f}MiB")))
         per_task = (pause * limit - used) / max(1, int(info.get("nthreads", 1)))
         budget = per_task if budget is None else min(budget, per_task)
     return budget, {}
@@ -564,16 +563,17 @@ def _rows_for(plan, projector, budget) -> int | None:
     return choose_chunk_rows(attrs["n_samples"], per_row, room)
 
 
-def _does_not_fit(plan, budget, rows) -> str:
+def _does_not_fit(plan, budget, rows) -> Message:
     attrs = plan["attrs"]
     head = (f"One task ({attrs['chunk_rows']} rows x {attrs['n_components']} "
             f"{attrs['dtype']} features) needs about {format_bytes(plan['task_memory'])}, but "
             f"a worker has about {format_bytes(budget)} per task.")
     if rows is None:
-        return (head + " Not even one row fits: give workers more memory (--memory-limit) "
-                "or fewer threads, or use fewer components.")
+        return Message("{} Not even one row fits: give workers more memory ({}) or fewer "
+                       "threads, or use fewer components.", head, Param("memory_limit"))
     if plan["action"] != "create":
-        return (head + f" The store {plan['path']} has {attrs['chunk_rows']} rows per chunk "
-                "(kept when resuming): give workers more memory (--memory-limit) or fewer "
-                f"threads, or start a new store with --chunk-rows {rows}.")
-    return head + f" Use --chunk-rows {rows} (chunk_rows={rows}) or less."
+        return Message("{} The store {} has {} rows per chunk (kept when resuming): give "
+                       "workers more memory ({}) or fewer threads, or start a new store with "
+                       "{}.", head, plan["path"], attrs["chunk_rows"], Param("memory_limit"),
+                       Param("chunk_rows", rows))
+    return Message("{} Use {} or less.", head, Param("chunk_rows", rows))

@@ -133,10 +133,12 @@ def make_projector(method, **options):
             if value is not None:
                 params[target] = value
         elif value is not None:
-            raise ValueError(
-                f"Method {method!r} does not take option {name!r}; it takes "
-                f"{', '.join(info.options)}."
-            )
+            from .errors import Message, Param
+
+            takes = sorted({*info.options, *(a for a, t in info.aliases.items()
+                                             if t in info.options)})
+            raise ValueError(Message("Method {!r} does not take {}; it takes {}.", method,
+                                     Param(name), Message.join(", ", map(Param, takes))))
     return info.load()(**params)
 
 
@@ -189,12 +191,13 @@ def scale_warning(projector, rows) -> str | None:
 
     Returns
     -------
-    str or None
-        The warning, naming the scale found and the option to pass (Python name and
-        ``dkrp featurize`` flag), or None.
+    Message or None
+        The warning, naming the scale found and the parameter to pass (a
+        :class:`~dkrp.errors.Message`: ``dkrp featurize`` says its flag), or None.
     """
     import numpy as np
 
+    from .errors import Message, Param
     from .preprocessing import preprocess
 
     name = method_of(projector)
@@ -204,18 +207,18 @@ def scale_warning(projector, rows) -> str | None:
                    for r in rows])
     prep = getattr(projector, "preprocessing_", None) or {}
     X = preprocess(X, prep)
-    standardize = ("" if "standardize" in prep else
-                   "standardize=True (--standardize)")
+    standardize = "" if "standardize" in prep else Param("standardize", True)
     if METHODS[name].scaling == _BOUNDED:
         norm = float(np.sqrt(np.einsum("ij,ij->i", X, X)).max())
         if norm == 0 or 1 / SCALE_TOLERANCE <= norm <= SCALE_TOLERANCE:
             return None
         degree = getattr(projector, "degree", 2)
-        return (f"the input's rows have norm up to {norm:.3g} as the map sees them (its first "
-                f"and last rows), far from the norm near 1 that {name} expects: its features "
-                f"scale as the norm to the power {degree} (about {norm ** degree:.3g} here). "
-                "Scale the input: scale_rows='unit' (--scale-rows unit)"
-                + (f", or {standardize}" if standardize else "") + "; see `dkrp methods`.")
+        return Message(
+            "the input's rows have norm up to {:.3g} as the map sees them (its first and last "
+            "rows), far from the norm near 1 that {} expects: its features scale as the norm "
+            "to the power {} (about {:.3g} here). Scale the input: {}{}; see `dkrp methods`.",
+            norm, name, degree, norm ** degree, Param("scale_rows", "unit"),
+            Message(", or {}", standardize) if standardize else "")
     if name == "rff" and hasattr(projector, "gamma_") and X.shape[0] > 1:
         diff = X[0] - X[-1]
         gaussian = projector.kernel == "gaussian"
@@ -227,10 +230,11 @@ def scale_warning(projector, rows) -> str | None:
             return None
         what = "gamma * ||x - y||^2" if gaussian else "gamma * ||x - y||_1"
         value = "0" if length > 1 else "1"
-        return (f"{what} is {exponent:.3g} for the input's first and last rows as the map "
-                f"sees them, far from the values near 1 where the {projector.kernel} kernel "
-                f"varies: it is about {value} for any two rows. "
-                + (f"Scale the input: {standardize}, or let" if standardize else "Let")
-                + " gamma follow the data: gamma='scale' (--gamma scale); see `dkrp "
-                "methods`.")
+        return Message(
+            "{} is {:.3g} for the input's first and last rows as the map sees them, far from "
+            "the values near 1 where the {} kernel varies: it is about {} for any two rows. "
+            "{} gamma follow the data: {}; see `dkrp methods`.", what, exponent,
+            projector.kernel, value,
+            Message("Scale the input: {}, or let", standardize) if standardize else "Let",
+            Param("gamma", "scale"))
     return None

@@ -34,6 +34,8 @@ import json
 
 import numpy as np
 
+from .errors import Message, Param
+
 __all__ = ["SCALE_ROWS", "fit_preprocessing", "fit_scaled", "preprocess"]
 
 from ._choices import SCALE_ROWS  # noqa: E402 - one list for the CLI and here
@@ -101,6 +103,10 @@ def fit_preprocessing(X, *, standardize=False, scale_rows=None) -> dict | None:
     return prep
 
 
+_INGEST_DENSELY = Message("dkrp ingest {}", Param("sparse", False, command="ingest"),
+                          python="dkrp.io.ingest(..., sparse=False)")
+
+
 def sparse_refusal(X, *, standardize=False, prep=None, where="the input") -> str | None:
     """Why a map that standardizes cannot take ``X``, or None when it can.
 
@@ -122,16 +128,16 @@ def sparse_refusal(X, *, standardize=False, prep=None, where="the input") -> str
     if not _is_sparse(X):
         return None
     if standardize:
-        return ("standardize=True (--standardize) centres every column, which would make "
-                "sparse input dense. Use scale_rows='unit' (--scale-rows unit), or ingest "
-                "the data densely (dkrp ingest --dense).")
+        return Message("{} centres every column, which would make sparse input dense. Use "
+                       "{}, or ingest the data densely ({}).", Param("standardize", True),
+                       Param("scale_rows", "unit"), _INGEST_DENSELY)
     if prep and "standardize" in prep:
-        return (f"{where} is sparse, and the fitted map standardizes its input (it was "
-                "fitted with standardize=True (--standardize)): centring every column "
-                f"would make it dense. Ingest {where} densely (dkrp ingest --dense) to "
-                "apply this map, or fit the map again without standardize=True "
-                "(--standardize), e.g. with scale_rows='unit' (--scale-rows unit), which "
-                "keeps sparse rows sparse.")
+        return Message(
+            "{} is sparse, and the fitted map standardizes its input (it was fitted with {}): "
+            "centring every column would make it dense. Ingest {} densely ({}) to apply this "
+            "map, or fit the map again without {}, e.g. with {}, which keeps sparse rows "
+            "sparse.", where, Param("standardize", True), where, _INGEST_DENSELY,
+            Param("standardize", True), Param("scale_rows", "unit"))
     return None
 
 

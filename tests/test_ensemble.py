@@ -705,7 +705,7 @@ def test_partition_refuses_before_any_work_what_cannot_train():
         RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
                                       random_state=0).fit(X, y)
     with pytest.raises(ValueError, match=r"9 rows cannot make 10 partition voters.*"
-                                         r"n_voters <= 9"):
+                                         r"use n_voters=9 or fewer, or strategy='full'"):
         RandomFeatureVotingClassifier(n_voters=10, strategy="partition",
                                       random_state=0).fit(X, y)
     Xd, yd = da.from_array(X, chunks=(3, 3)), da.from_array(np.arange(9) % 2, chunks=3)

@@ -99,7 +99,7 @@ def test_a_result_is_replaced_only_with_overwrite(tmp_path):
     before = (folder / "runs.csv").read_bytes()
     with pytest.raises(FileExistsError) as info:
         run_and_write(_toy(), output=tmp_path, repeats=1)
-    assert str(folder) in str(info.value) and "(--overwrite)" in str(info.value)
+    assert str(folder) in str(info.value) and "pass overwrite=True to replace" in str(info.value)
     assert (folder / "runs.csv").read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # refused before any work
     run_and_write(_toy(), output=tmp_path, repeats=1, overwrite=True)
@@ -151,8 +151,10 @@ def test_the_profile_is_part_of_the_folders_identity(tmp_path):
         run_and_write(_toy(), output=tmp_path, profile="full", tag="x-quick")
     run_and_write(_toy(), output=tmp_path, profile="full", tag="x-quick", overwrite=True)
     before = (tagged / "runs.csv").read_bytes()
-    with pytest.raises(FileExistsError, match="holds a `--profile full` result; a "
-                                              "`--profile quick` run never replaces it"):
+    with pytest.raises(FileExistsError, match="holds a profile='full' result; a "
+                                              "profile='quick' run never replaces it, even "
+                                              "with overwrite=True: choose another output or "
+                                              "tag"):
         run_and_write(_toy(), output=tmp_path, tag="x", overwrite=True)
     assert (tagged / "runs.csv").read_bytes() == before
     assert json.loads((tagged / MARKER).read_text())["profile"] == "full"

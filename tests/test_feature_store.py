@@ -225,7 +225,7 @@ def test_retries_and_failures_naming_the_partition_on_the_local_scheduler(tmp_pa
     assert np.array_equal(open_features(tmp_path / "ok.zarr").Z.compute(), reference)
 
     with pytest.raises(PartitionError, match=r"^Partition 3 \(rows 300\.\.399\) failed after 1 "
-                       r"attempt: OSError: \[Errno 5\].*--retries N") as info:
+                       r"attempt: OSError: \[Errno 5\].*retries=N") as info:
         write_features(X, _faulty(data, tmp_path / "b"), tmp_path / "bad.zarr", progress=False)
     err = info.value
     assert isinstance(err.__cause__, OSError)
@@ -305,10 +305,9 @@ def test_resume_with_another_explicit_chunk_rows_is_refused_naming_the_grid(tmp_
             plan_features(X, krp, out, chunk_rows=200)
         message = str(info.value)
         assert message.startswith(f"The feature store {out.absolute()} was started with 300 "
-                                  "rows per chunk, but chunk_rows=200 (--chunk-rows 200) was "
-                                  "given")
+                                  "rows per chunk, but chunk_rows=200 was given")
         assert "Nothing was changed" in message
-        assert "without chunk_rows (--chunk-rows) or with chunk_rows=300" in message
+        assert "without chunk_rows or with chunk_rows=300" in message
         assert "write to a new path" in message
         assert store_digest(out) == before
         for rows in (None, 300):
@@ -643,7 +642,7 @@ def test_check_output_path_accepts_and_refuses(tmp_path, monkeypatch):
                        ("dangling", "a file")):
         with pytest.raises(FeatureStoreError, match=(
                 rf"^{tmp_path / name} exists and is not a dkrp feature store \(it is {kind}\); "
-                r"featurize \(even with overwrite=True / --overwrite\) replaces only feature "
+                r"featurize \(even with overwrite=True\) replaces only feature "
                 r"stores\. Nothing was changed: choose another output path, or remove it "
                 r"yourself\.$")):
             check_output_path(name)
@@ -725,17 +724,16 @@ def test_plan_refusals_are_whole_messages(tmp_path, data):
         plan_features(X, _krp(), out, chunk_rows=200)
     assert str(info.value) == (
         f"The feature store {out.absolute()} was started with 300 rows per chunk, but "
-        "chunk_rows=200 (--chunk-rows 200) was given; a store keeps the chunk grid it was "
-        "started with. Nothing was changed. To resume it, run again without chunk_rows "
-        "(--chunk-rows) or with chunk_rows=300; for 200 rows per chunk, write to a new path "
-        "(or pass overwrite=True (--overwrite) to build the new store beside it and replace "
-        "it once complete).")
+        "chunk_rows=200 was given; a store keeps the chunk grid it was started with. Nothing "
+        "was changed. To resume it, run again without chunk_rows or with chunk_rows=300; for "
+        "200 rows per chunk, write to a new path (or pass overwrite=True to build the new "
+        "store beside it and replace it once complete).")
     with pytest.raises(FeatureStoreMismatchError) as info:
         plan_features(X, _krp(4), out)
     assert str(info.value) == (
         f"The feature store {out.absolute()} was made by another run: seed (random_state): "
         "store 3, this run 4. Nothing was changed. Use another output path, or pass "
-        "overwrite=True (--overwrite) to replace it (the new store is built beside it and "
+        "overwrite=True to replace it (the new store is built beside it and "
         "replaces it only once complete).")
 
 
@@ -782,7 +780,7 @@ def test_plan_builds_beside_the_store_only_to_replace_one(tmp_path, data, caplog
     (sibling / "keep.txt").write_text("mine")
     with pytest.raises(FeatureStoreError) as info:
         plan_features(X, _krp(6), out, overwrite=True)
-    assert str(info.value) == (f"{sibling} (where --overwrite builds the new store) exists "
+    assert str(info.value) == (f"{sibling} (where overwrite=True builds the new store) exists "
                                "and is not a dkrp feature store. Nothing was changed; remove "
                                "it yourself.")
     assert (sibling / "keep.txt").read_text() == "mine"
@@ -882,7 +880,7 @@ def test_retries_are_logged_and_the_final_failure_is_a_whole_message(tmp_path, d
         f"Partition 3 (rows 300..399) failed after 1 attempt: OSError: "
         f"{info.value.__cause__}; the store {out.absolute()} is not marked complete and its "
         "finished chunks are kept: fix the cause and run the same job again to write the "
-        "missing chunks (or pass retries=N, --retries N, if the error is transient).")
+        "missing chunks (or pass retries=N if the error is transient).")
 
 
 def test_killed_worker_failures_and_the_store_token(tmp_path):
@@ -1014,7 +1012,7 @@ def test_chunk_tasks_on_a_client_retry_name_the_partition_and_store_as_asked(tmp
         f"Partition 3 (rows 300..399) failed after 1 attempt: OSError: {err.__cause__}; the "
         f"store {(tmp_path / 'bad.zarr').absolute()} is not marked complete and its finished "
         "chunks are kept: fix the cause and run the same job again to write the missing "
-        "chunks (or pass retries=N, --retries N, if the error is transient).")
+        "chunks (or pass retries=N if the error is transient).")
     assert (err.partition, err.rows, err.attempts) == (3, (300, 399), 1)
     assert isinstance(err.__cause__, OSError)
     by_block = np.vstack([krp.transform(data[s:s + 250].astype(np.float32))

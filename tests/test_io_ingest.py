@@ -45,7 +45,7 @@ def test_missing_source_and_store(tmp_path):
 
 
 def test_existing_dest_refused_then_overwritten(small_store, tmp_path):
-    with pytest.raises(FileExistsError, match=r"overwrite=True \(--overwrite"):
+    with pytest.raises(FileExistsError, match=r"pass overwrite=True to replace it$"):
         ingest(tmp_path / "x.npy", small_store)
     np.save(tmp_path / "y.npy", np.ones((2, 2)))
     ingest(tmp_path / "y.npy", small_store, overwrite=True)

@@ -325,7 +325,8 @@ def test_methods_registry_and_make_projector():
 
     est = make_projector("spe", n_components=20, random_state=1)
     assert isinstance(est, dkrp.SignProductEmbedding) and est.n_components == 20
-    with pytest.raises(ValueError, match="does not take option 'degree'"):
+    with pytest.raises(ValueError,
+                       match="does not take degree; it takes n_components, random_state"):
         make_projector("spe", degree=3)
 
 

@@ -1,10 +1,10 @@
 """The ``dkrp`` click group and what every command shares.
 
 Owns the ``main`` group (logging levels, ``--version``), the translation of every
-error that reaches the command line into one or two lines (library wording
-turned into flag wording; ``-v`` adds the traceback), the cluster options
-(``--scheduler``, ``--scheduler-file``, ``--n-workers``, ``--memory-limit``) and the
-client they open, and the parsing of number-or-word options (``--gamma scale``).
+error that reaches the command line into one or two lines (the parameters a library
+message names spelled as the command's flags; ``-v`` adds the traceback), the cluster
+options (``--scheduler``, ``--scheduler-file``, ``--n-workers``, ``--memory-limit``) and
+the client they open, and the parsing of number-or-word options (``--gamma scale``).
 The commands live in the sibling modules and register themselves on ``main``.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import sys
 
 import click
@@ -26,45 +25,64 @@ def _user_errors():
             ImportError, NotADirectoryError, PermissionError, MemoryError, ClusterError)
 
 
-#: Library wording -> command-line wording, applied to every error the CLI prints.
-_CLI_WORDING = [
-    (re.compile(r"pass overwrite=True \(--overwrite[^)]*\)"), "pass --overwrite"),
-    (re.compile(r"pass overwrite=True / --overwrite"), "pass --overwrite"),
-    (re.compile(r"overwrite=True \(--overwrite\)"), "--overwrite"),
-    (re.compile(r"\(or pass retries=N, --retries N,"), "(or pass --retries N"),
-    (re.compile(r"standardize=True \(--standardize\)"), "--standardize"),
-    (re.compile(r"scale_rows='unit' \(--scale-rows unit\)"), "--scale-rows unit"),
-    (re.compile(r"zero_based=(?:True|False) \((--(?:zero|one)-based)\)"), r"\1"),
-    (re.compile(r"drop_columns=\[?'([^']*)'\]?"), r"--drop-column \1"),
-    (re.compile(r"drop_columns="), "--drop-column"),
-    (re.compile(r"label_column="), "--label-column "),
-    (re.compile(r"\bn_features=(\d+)"), r"--n-features \1"),
-    (re.compile(r"chunk_rows=(\d+) \(--chunk-rows \d+\)"), r"--chunk-rows \1"),
-    (re.compile(r"chunk_rows \(--chunk-rows\)"), "--chunk-rows"),
-    (re.compile(r"with chunk_rows=(\d+)"), r"with --chunk-rows \1"),
-    (re.compile(r", or pass allow_incomplete=True to (inspect|open) it( anyway)?"),
-     " (dkrp info shows how far it got)"),
-    (re.compile(r"scale_rows='unit' \(--scale-rows unit\)"), "--scale-rows unit"),
-    (re.compile(r"standardize=True \(--standardize\)"), "--standardize"),
-    (re.compile(r"gamma='scale' \(--gamma scale\)"), "--gamma scale"),
-]
+#: Library parameters whose flag is neither named nor spelled as they are.
+_OPTION_NAMES = {"random_state": "seed", "n_voters": "voters"}
 
 
-def _cli_wording(message: str) -> str:
-    """Say ``--drop-column`` where the library says ``drop_columns=``, and so on."""
-    for pattern, replacement in _CLI_WORDING:
-        message = pattern.sub(replacement, message)
-    return message
+def _flag(command, param) -> str | None:
+    """``param`` (a :class:`dkrp.errors.Param`) as ``command``'s flag; None if it has none."""
+    import shlex
+
+    if param.command is not None:
+        command = main.commands.get(param.command)
+    spelled = "--" + param.name.replace("_", "-")
+    option = None
+    for name in (param.name, spelled, _OPTION_NAMES.get(param.name)):
+        option = option or next((p for p in getattr(command, "params", ())
+                                 if isinstance(p, click.Option)
+                                 and (p.name == name or name in p.opts)), None)
+    if option is None:
+        return None
+    long = next((o for o in option.opts if o.startswith("--")), option.opts[0])
+    if not param.has_value:
+        return long
+    if param.metavar is not None:
+        return f"{long} {param.metavar}"
+    if option.is_flag:
+        if param.value:
+            return long
+        return option.secondary_opts[0] if option.secondary_opts else None
+    values = param.value if option.multiple and isinstance(param.value, (list, tuple)) else [
+        param.value]
+    return " ".join(f"{long} {shlex.quote(str(v))}" for v in values)
 
 
-def _error_message(exc: BaseException) -> str:
+def _cli_wording(message, command=None) -> str:
+    """``message`` as the command line says it: each parameter it names as a flag.
+
+    A :class:`dkrp.errors.Message` is rendered with the options of ``command``
+    (default: the command running); any other message is returned as it is.
+    """
+    from ..errors import Message
+
+    if not isinstance(message, Message):
+        return str(message)
+    if command is None:
+        ctx = click.get_current_context(silent=True)
+        command = ctx.command if ctx is not None else None
+    return message.render(lambda param: _flag(command, param))
+
+
+def _error_message(exc: BaseException, command=None) -> str:
     """One or two lines: what failed, where, and what to do."""
+    from ..errors import _message
+
     if isinstance(exc, _user_errors()):
-        text = str(exc) or type(exc).__name__
         if isinstance(exc, (FileNotFoundError, PermissionError)) and exc.filename:
-            text = f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
+            text = str(exc) or type(exc).__name__
+            return f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
                 ("No ", "Input")) else text
-        return _cli_wording(text)
+        return _cli_wording(_message(exc), command) if str(exc) else type(exc).__name__
     if isinstance(exc, EOFError):
         return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
                 "file against its checksum; rerun with -v for where it happened.")
@@ -90,7 +108,8 @@ class _Group(click.Group):
         except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
             if ctx.params.get("verbose"):
                 _print_traceback(exc)
-            raise click.ClickException(_error_message(exc)) from exc
+            command = self.get_command(ctx, ctx.invoked_subcommand or "")
+            raise click.ClickException(_error_message(exc, command)) from exc
 
 
 def _print_traceback(exc):
@@ -106,7 +125,9 @@ def _as_click_errors():
     except click.ClickException:
         raise
     except _user_errors() as exc:
-        raise click.ClickException(_cli_wording(str(exc))) from exc
+        from ..errors import _message
+
+        raise click.ClickException(_cli_wording(_message(exc))) from exc
 
 
 def _cluster_options(func):
@@ -139,10 +160,12 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
             "--n-workers/--memory-limit size the embedded cluster; drop them when using "
             "--scheduler or --scheduler-file."
         )
+    connected = False
     try:
         _drop_distributed_cancel_race()
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
                      memory_limit=memory_limit) as client:
+            connected = True
             embedded = not (scheduler or scheduler_file)
             if embedded and not _verbosity():
                 # a task's error reaches this process and is reported in one line
@@ -157,7 +180,8 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
                 _quiet_cluster(client, embedded=not (scheduler or scheduler_file))
                 raise
     except OSError as exc:
-        if scheduler or scheduler_file:
+        # an OSError of the command itself (a missing file) is not the scheduler's
+        if (scheduler or scheduler_file) and not connected:
             raise click.ClickException(
                 f"Could not reach the Dask scheduler {scheduler or scheduler_file}: {exc}. "
                 "Check the address and that the scheduler is running."

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _spec
-from ..errors import SpecError
+from ..errors import Message, Param, SpecError
 from .voters import _model_class
 
 ENSEMBLE_FORMAT = "dkrp.ensemble"
@@ -115,8 +115,8 @@ def check_save_target(directory, overwrite):
     manifest, arrays = directory / MANIFEST, directory / ARRAYS
     if manifest.exists():
         if not overwrite:
-            raise FileExistsError(f"{directory} already holds a saved model; pass "
-                                  "overwrite=True (--overwrite) to replace it.")
+            raise FileExistsError(Message("{} already holds a saved model; pass {} to "
+                                          "replace it.", directory, Param("overwrite", True)))
         try:
             ours = json.loads(manifest.read_text()).get("format") == ENSEMBLE_FORMAT
         except (OSError, ValueError, AttributeError):

@@ -12,6 +12,7 @@ See :mod:`dkrp.ensemble` for the data movement of each strategy.
 from __future__ import annotations
 
 from .._validation import check_finite_rows
+from ..errors import Message, Param
 from .voters import _train_voter
 
 
@@ -148,9 +149,9 @@ def partition_sizes(n_rows: int, n_voters: int) -> tuple:
     (3, 2, 2, 2)
     """
     if n_rows < n_voters:
-        raise ValueError(
-            f"{n_rows} rows cannot make {n_voters} partition voters (one row block each): "
-            f"use n_voters <= {n_rows}, or strategy='full'.")
+        raise ValueError(Message(
+            "{} rows cannot make {} partition voters (one row block each): use {} or fewer, "
+            "or {}.", n_rows, n_voters, Param("n_voters", n_rows), Param("strategy", "full")))
     base, extra = divmod(int(n_rows), int(n_voters))
     return tuple(base + (i < extra) for i in range(n_voters))
 
@@ -164,10 +165,11 @@ def _check_partition_classes(y, sizes):
     for i, n in enumerate(sizes):
         labels = np.unique(y[start:start + n])
         if labels.size < 2:
-            raise ValueError(
-                f"Row block {i} (rows {start}..{start + n - 1}) holds one class only "
-                f"({labels[0].item()!r}): its partition voter cannot learn a classifier. Shuffle "
-                "the rows, use fewer voters (larger blocks), or strategy='full'.")
+            raise ValueError(Message(
+                "Row block {} (rows {}..{}) holds one class only ({!r}): its partition voter "
+                "cannot learn a classifier. Shuffle the rows, use fewer voters (larger "
+                "blocks), or {}.", i, start, start + n - 1, labels[0].item(),
+                Param("strategy", "full")))
         start += n
 
 

@@ -23,7 +23,7 @@ from sklearn.base import clone
 
 from .._random import block_generator
 from .._validation import check_finite_rows
-from ..errors import PartitionInputError, SpecError
+from ..errors import Message, Param, PartitionInputError, SpecError
 
 #: Named stream of the seed contract from which voter seeds are drawn.
 VOTER_STREAM = "ensemble.voter"
@@ -122,11 +122,10 @@ def _train_voter(X, y, projector, model, index, partition=None, row_offset=0):
     y = np.asarray(y)
     labels = np.unique(y)
     if labels.size < 2:
-        raise ValueError(
-            f"Voter {index} was given one class only ({labels[0]!r}) in {where}: a "
-            "classifier needs at least two. Shuffle the rows before ingesting (partition "
-            "voters see one row block each) or use strategy='full'."
-        )
+        raise ValueError(Message(
+            "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two. "
+            "Shuffle the rows before ingesting (partition voters see one row block each) or "
+            "use {}.", index, labels[0], where, Param("strategy", "full")))
     projector = clone(projector)
     model = clone(model)
     with limit_threads(_task_threads()):

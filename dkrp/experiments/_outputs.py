@@ -23,6 +23,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from ..errors import Message, Param
 from ._protocol import PROFILES, RunContext
 
 logger = logging.getLogger(__name__)
@@ -107,25 +108,22 @@ def _check_replaceable(folder: Path, profile: str, overwrite: bool):
         return None
     meta = _marker(folder)
     if meta is None:
-        raise FileExistsError(
-            f"{folder} exists and was not written by `dkrp experiment` (no {MARKER} of "
-            "ours in it); dkrp never replaces a folder it did not create: choose another "
-            "--output or move it away."
-        )
+        raise FileExistsError(Message(
+            "{} exists and was not written by `dkrp experiment` (no {} of ours in it); dkrp "
+            "never replaces a folder it did not create: choose another {} or move it away.",
+            folder, MARKER, Param("output")))
     old = meta.get("profile")
     if old == "full" and profile != "full":
-        raise FileExistsError(
-            f"{folder} holds a `--profile full` result; a `--profile {profile}` run never "
-            "replaces it, even with --overwrite: choose another --output or --tag, or move "
-            "the folder away."
-        )
+        raise FileExistsError(Message(
+            "{} holds a {} result; a {} run never replaces it, even with {}: choose another "
+            "{} or {}, or move the folder away.", folder, Param("profile", "full"),
+            Param("profile", profile), Param("overwrite", True), Param("output"), Param("tag")))
     if not overwrite:
-        raise FileExistsError(
-            f"{folder} already holds a result of `dkrp experiment` (profile {old}, started "
-            f"{meta.get('started_utc', '?')}); pass overwrite=True (--overwrite) to replace "
-            "it (only the files dkrp wrote there are replaced), or choose another --output "
-            "or --tag."
-        )
+        raise FileExistsError(Message(
+            "{} already holds a result of `dkrp experiment` (profile {}, started {}); pass {} "
+            "to replace it (only the files dkrp wrote there are replaced), or choose another "
+            "{} or {}.", folder, old, meta.get("started_utc", "?"), Param("overwrite", True),
+            Param("output"), Param("tag")))
     return meta
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._choices import COMPRESSORS, STORE_DTYPE_NAMES
-from ..errors import PartitionInputError
+from ..errors import Message, Param, PartitionInputError
 from ._half import float32_to_float16, nonfinite_half
 
 __all__ = [
@@ -110,14 +110,16 @@ def check_store_options(projector, *, bits=False, store_dtype=None, compressor=N
     """
     bits = bool(bits)
     if bits and "bits" not in getattr(projector, "outputs", ()):
-        raise ValueError(
-            f"bits=True (--bits) stores packed sign bits, which only SignProductEmbedding "
-            f"(--method spe) makes, not {type(projector).__name__}: drop --bits, or use "
-            "--method spe.")
+        spe = Param("method", "spe")  # from Python, the projector is passed
+        raise ValueError(Message(
+            "{} stores packed sign bits, which only SignProductEmbedding{} makes, not {}: "
+            "drop {}, or use {}.", Param("bits", True), Message(" ({})", spe, python=""),
+            type(projector).__name__, Param("bits"),
+            Message("{}", spe, python="a SignProductEmbedding")))
     if store_dtype is not None:
         if bits:
-            raise ValueError("A bit store holds packed uint8 signs: drop --store-dtype "
-                             "(store_dtype) or --bits.")
+            raise ValueError(Message("A bit store holds packed uint8 signs: drop {} or {}.",
+                                     Param("store_dtype"), Param("bits")))
         if str(np.dtype(store_dtype)) not in STORE_DTYPE_NAMES:
             raise ValueError(f"store_dtype must be one of {', '.join(STORE_DTYPE_NAMES)}; got "
                              f"{store_dtype!r}.")
@@ -182,11 +184,11 @@ def encode_block(Z, store_dtype, partition, row_offset):
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
         largest = float(np.finfo(store_dtype).max)
-        raise PartitionInputError(
-            f"Partition {partition}, row {row_offset + row}, component {col}: the feature "
-            f"value {float(Z[row, col]):.6g} does not fit {np.dtype(store_dtype).name} "
-            f"(largest {largest:.6g}; it would be stored as inf) and the store was left "
-            "incomplete. Store a wider dtype (drop --store-dtype / store_dtype), or scale the "
-            "input down (e.g. --scale-rows unit).",
+        raise PartitionInputError(Message(
+            "Partition {}, row {}, component {}: the feature value {:.6g} does not fit {} "
+            "(largest {:.6g}; it would be stored as inf) and the store was left incomplete. "
+            "Store a wider dtype (drop {}), or scale the input down (e.g. {}).", partition,
+            row_offset + row, col, float(Z[row, col]), np.dtype(store_dtype).name, largest,
+            Param("store_dtype"), Param("scale_rows", "unit")),
             partition=partition)
     return out

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import Message, Param
 from .format import open_features
 
 __all__ = ["EXPORT_FORMATS", "export_features"]
@@ -88,16 +89,17 @@ def export_features(path, to, out, *, overwrite=False) -> dict:
     features = open_features(path)
     if features.encoding == "bits" and to != "npy":
         raise ValueError(
-            f"{features.path} is a bit store (packed sign bits, not features): it exports "
-            "to npy only (--to npy: the packed uint8 bytes, decoded by dkrp.unpack_bits).")
+            Message("{} is a bit store (packed sign bits, not features): it exports to npy "
+                    "only ({}: the packed uint8 bytes, decoded by dkrp.unpack_bits).",
+                    features.path, Param("to", "npy")))
     has_labels = features.y is not None
     targets = [out] + ([labels_path(out)] if to == "npy" and has_labels else [])
     for target in targets:
         if target.is_dir():
             raise FileExistsError(f"{target} is a directory; export writes a file.")
         if target.exists() and not overwrite:
-            raise FileExistsError(f"{target} exists; pass overwrite=True (--overwrite) to "
-                                  "replace it.")
+            raise FileExistsError(Message("{} exists; pass {} to replace it.", target,
+                                          Param("overwrite", True)))
     out.parent.mkdir(parents=True, exist_ok=True)
     n, k = (int(s) for s in features.Z.shape)
     tmp = out.with_name(f".{out.name}.export-tmp")

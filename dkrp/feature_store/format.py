@@ -71,7 +71,7 @@ from .._blockwise import spec_json
 from .._chunks import read_checked, with_checksum
 from .._spec import from_spec, registered_projectors
 from .._store import check_store, read_attrs, write_attrs
-from ..errors import FeatureStoreError
+from ..errors import FeatureStoreError, Message, Param
 from .encoding import BITS, ENCODING_VERSIONS, FLOAT, compressor_codecs, row_bytes
 
 __all__ = [
@@ -394,8 +394,9 @@ def _mismatches(old: dict, new: dict) -> list[str]:
         from ..preprocessing import describe
 
         what = describe(old_prep), describe(new_prep)
-        out.append(f"scaling (--standardize/--scale-rows): store {what[0]}, this run {what[1]}"
-                   + (" (statistics of another input)" if what[0] == what[1] else ""))
+        out.append(Message("scaling ({}/{}): store {}, this run {}{}", Param("standardize"),
+                           Param("scale_rows"), what[0], what[1],
+                           " (statistics of another input)" if what[0] == what[1] else ""))
     if not out and old_spec.get("checksum") != new_spec.get("checksum"):
         out.append("projector checksum (other hyperplanes from the same parameters)")
     if not out:  # a versioned behaviour (e.g. the cosine): old specs imply the legacy one
@@ -644,9 +645,11 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     def incomplete(attrs):
         n_chunks = int(attrs.get("n_chunks", 0))
         missing = n_chunks - int(_done_chunks(path, n_chunks).sum())
-        return (f"its run did not finish ({missing} of {n_chunks} chunks missing). Run the "
-                "same featurize command again to write the missing chunks, or pass "
-                "allow_incomplete=True to inspect it.")
+        return Message(
+            "its run did not finish ({} of {} chunks missing). Run the same featurize command "
+            "again to write the missing chunks{}.", missing, n_chunks,
+            Message(", or pass {} to inspect it", Param("allow_incomplete", True),
+                    cli=" (dkrp info shows how far it got)"))
 
     attrs = check_store(path, FEATURES_FORMAT, allow_incomplete=allow_incomplete,
                         error=FeatureStoreError, incomplete_hint=incomplete)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._blockwise import prepare_input
-from ..errors import FeatureStoreError, FeatureStoreMismatchError
+from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
 from .encoding import check_store_options, row_bytes
 from .format import (
     FEATURES_FORMAT,
@@ -197,11 +197,10 @@ def check_output_path(out_path, *, input_path=None) -> None:
                 if attrs is not None and attrs.get("dkrp_format") else "a directory")
     else:
         kind = "a file"
-    raise FeatureStoreError(
-        f"{path} exists and is not a dkrp feature store (it is {kind}); featurize (even "
-        "with overwrite=True / --overwrite) replaces only feature stores. Nothing was "
-        "changed: choose another output path, or remove it yourself."
-    )
+    raise FeatureStoreError(Message(
+        "{} exists and is not a dkrp feature store (it is {}); featurize (even with {}) "
+        "replaces only feature stores. Nothing was changed: choose another output path, or "
+        "remove it yourself.", path, kind, Param("overwrite", True)))
 
 
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
@@ -332,13 +331,11 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if not overwrite and problems == [_chunk_rows_problem(started, new_rows)]:
         raise FeatureStoreMismatchError(chunk_rows_refusal(path, started, new_rows))
     if problems and not overwrite:
-        raise FeatureStoreMismatchError(
-            f"The feature store {path} was made by another run: "
-            + "; ".join(problems)
-            + ". Nothing was changed. Use another output path, or pass overwrite=True "
-            "(--overwrite) to replace it (the new store is built beside it and replaces it "
-            "only once complete).", problems=problems
-        )
+        raise FeatureStoreMismatchError(Message(
+            "The feature store {} was made by another run: {}. Nothing was changed. Use "
+            "another output path, or pass {} to replace it (the new store is built beside it "
+            "and replaces it only once complete).", path, Message.join("; ", problems),
+            Param("overwrite", True)), problems=problems)
     sibling = overwrite_sibling(path)
     if overwrite and (problems or (old is None and sibling.exists())):
         # build the replacement beside the store; resume one that a killed run of this
@@ -346,10 +343,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         build, replace = sibling, True
         old, aligned, attrs, problems = compare(sibling)
         if sibling.exists() and old is None and sibling not in restarted:
-            raise FeatureStoreError(
-                f"{sibling} (where --overwrite builds the new store) exists and is not a dkrp "
-                "feature store. Nothing was changed; remove it yourself."
-            )
+            raise FeatureStoreError(Message(
+                "{} (where {} builds the new store) exists and is not a dkrp feature store. "
+                "Nothing was changed; remove it yourself.", sibling, Param("overwrite", True)))
         if problems:
             logger.info("discarding %s, a replacement left by another job: %s", sibling,
                         "; ".join(problems))
@@ -392,20 +388,19 @@ def _content_identity(old, fingerprint, source):
     return dict(old, input=dict(recorded, source_sha256=fingerprint.get("source_sha256")))
 
 
-def chunk_rows_refusal(path, started, asked) -> str:
+def chunk_rows_refusal(path, started, asked) -> Message:
     """Why a store started with ``started`` rows per chunk is not resumed with ``asked``.
 
     The message of :func:`plan_features`' refusal, which a dry run
     (:func:`dkrp.jobs.size_job`) reports too.
     """
-    return (
-        f"The feature store {path} was started with {started} rows per chunk, but "
-        f"chunk_rows={asked} (--chunk-rows {asked}) was given; a store keeps the "
-        "chunk grid it was started with. Nothing was changed. To resume it, run again "
-        f"without chunk_rows (--chunk-rows) or with chunk_rows={started}; for "
-        f"{asked} rows per chunk, write to a new path (or pass overwrite=True "
-        "(--overwrite) to build the new store beside it and replace it once complete)."
-    )
+    return Message(
+        "The feature store {} was started with {} rows per chunk, but {} was given; a store "
+        "keeps the chunk grid it was started with. Nothing was changed. To resume it, run "
+        "again without {} or with {}; for {} rows per chunk, write to a new path (or pass {} "
+        "to build the new store beside it and replace it once complete).", path, started,
+        Param("chunk_rows", asked), Param("chunk_rows"), Param("chunk_rows", started), asked,
+        Param("overwrite", True))
 
 
 def _chunk_rows_problem(started, asked) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 from .._blockwise import _cached_projector, row_offsets, spec_json, transform_partition
 from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
 from .._validation import check_finite_rows
-from ..errors import PartitionError, PartitionInputError
+from ..errors import Message, Param, PartitionError, PartitionInputError
 from .encoding import encode_block
 from .format import _done_chunks
 
@@ -164,9 +164,10 @@ def _partition_failure(exc, chunk, rows, path, attempts):
                    "deaths; " + tail + ".")
     else:
         plural = "attempt" if attempts == 1 else "attempts"
-        message = (f"{where} failed after {attempts} {plural}: {type(exc).__name__}: {exc}; "
-                   + tail + (" (or pass retries=N, --retries N, if the error is transient)."
-                             if attempts == 1 else "."))
+        message = Message("{} failed after {} {}: {}: {}; {}{}", where, attempts, plural,
+                          type(exc).__name__, exc, tail,
+                          Message(" (or pass {} if the error is transient).",
+                                  Param("retries", metavar="N")) if attempts == 1 else ".")
     return PartitionError(message, partition=chunk, rows=rows, attempts=attempts)
 
 

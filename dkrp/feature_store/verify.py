@@ -22,10 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from .._chunks import _check_chunks, check_arrays, chunk_key, chunk_region
-from ..errors import FeatureStoreError, FeatureStoreMismatchError
+from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
 from .format import FEATURES_FORMAT, _read_attrs
 
 logger = logging.getLogger(__name__)
+
+#: The input to repair from (``dkrp verify --input PATH``)
+_INPUT = Param("input", metavar="PATH")
 
 __all__ = ["verify_features", "verify_store"]
 
@@ -243,26 +246,25 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
         try:
             X, provenance, opened_labels = open_labelled_input(source)
         except FileNotFoundError as exc:
-            raise FeatureStoreError(
-                f"Cannot repair {path}: its input {source} is gone ({exc}). Pass the same "
-                "input (--input PATH), or featurize it again."
-            ) from exc
+            raise FeatureStoreError(Message(
+                "Cannot repair {}: its input {} is gone ({}). Pass the same input ({}), or "
+                "featurize it again.", path, source, exc, _INPUT)) from exc
         labels = opened_labels if labels is None else labels
     where = "the input given" if isinstance(source, da.Array) else f"the input {source}"
     # the same checks as a resume: another input, spec, dtype or shape is refused here
     try:
         plan = plan_features(X, projector, path, source=provenance, **store_options(attrs))
     except FeatureStoreMismatchError as exc:
-        raise FeatureStoreMismatchError(
-            f"Cannot repair {path}: {where} is not the one it was made from: "
-            + "; ".join(exc.problems) + ". Nothing was changed. Pass the input the store "
-            "was made from (--input PATH), or featurize that input again into a new store.",
+        raise FeatureStoreMismatchError(Message(
+            "Cannot repair {}: {} is not the one it was made from: {}. Nothing was changed. "
+            "Pass the input the store was made from ({}), or featurize that input again into "
+            "a new store.", path, where, Message.join("; ", exc.problems), _INPUT),
             problems=exc.problems) from exc
     if bad_labels:
         if labels is None:
             raise FeatureStoreError(
-                f"Cannot repair the labels of {path}: {where} has no labels. Pass the "
-                "dataset store it was made from (--input PATH)."
+                Message("Cannot repair the labels of {}: {} has no labels. Pass the dataset "
+                        "store it was made from ({}).", path, where, _INPUT)
                 if not isinstance(source, da.Array) else
                 f"Cannot repair the labels of {path}: pass the input's labels too "
                 "(verify_features(..., input=X, labels=y)).")

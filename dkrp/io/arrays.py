@@ -15,6 +15,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
+from ..errors import Message, Param
 from ._common import _array_from_blocks, _open_maybe_compressed, file_sha256
 from .dataset_store import (
     _check_chunk_rows,
@@ -63,7 +64,8 @@ def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler)
     if n_samples == 0:
         raise ValueError(f"{source} holds no rows (shape {arr.shape}): nothing to ingest.")
     if n_features is not None and n_features != width:
-        raise ValueError(f"{source}: n_features={n_features} but the array has {width} columns")
+        raise ValueError(Message("{}: {} but the array has {} columns", source,
+                                 Param("n_features", n_features), width))
     if chunk_rows is None:
         chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
     _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
@@ -148,7 +150,8 @@ def _ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
     X = images.reshape(images.shape[0], -1)
     n_samples, width = X.shape
     if n_features is not None and n_features != width:
-        raise ValueError(f"{source}: n_features={n_features} but each image has {width} values")
+        raise ValueError(Message("{}: {} but each image has {} values", source,
+                                 Param("n_features", n_features), width))
     y = None
     if labels is not None:
         y = read_idx(Path(labels).expanduser()).reshape(-1)

@@ -77,7 +77,7 @@ from .._chunks import (
 from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
 from .._store import check_store, write_attrs
-from ..errors import ChunkError
+from ..errors import ChunkError, Message, Param
 from ._common import _check_finite_block
 
 #: Target size of one uncompressed chunk of ``X`` when ``chunk_rows`` is not given.
@@ -462,10 +462,12 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
     attrs = check_store(
         path, DATASET_FORMAT, allow_incomplete=allow_incomplete,
         missing_hint=f" Create one with dkrp.io.ingest(source, {str(path)!r}).",
-        incomplete_hint=(
+        incomplete_hint=Message(
             "its ingest did not finish (attribute 'complete' is not true). Ingest cannot "
-            "resume; re-run it with overwrite=True (--overwrite) to rebuild the store, or "
-            "pass allow_incomplete=True to open it anyway."),
+            "resume; re-run it with {} to rebuild the store{}.",
+            Param("overwrite", True, command="ingest"),
+            Message(", or pass {} to open it anyway", Param("allow_incomplete", True),
+                    cli=" (dkrp info shows how far it got)")),
     )
     group = zarr.open_group(str(path), mode="r", use_consolidated=False)
     required = ("n_samples", "n_features", "storage", "chunk_rows", "has_labels")

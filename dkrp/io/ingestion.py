@@ -33,6 +33,7 @@ import zarr
 
 from .. import _choices
 from .._store import consolidate, publish_atomically, write_attrs
+from ..errors import Message, Param
 from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
 from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
 from .dataset_store import (
@@ -154,10 +155,8 @@ def _check_dest(dest: Path, overwrite: bool) -> None:
     if not dest.exists():
         return
     if not overwrite:
-        raise FileExistsError(
-            f"{dest} already exists; pass overwrite=True (--overwrite on the command line) "
-            "to replace it"
-        )
+        raise FileExistsError(Message("{} already exists; pass {} to replace it", dest,
+                                      Param("overwrite", True)))
     if not (dest.is_dir() and _is_dkrp_store(dest)):
         raise FileExistsError(
             f"Refusing to overwrite {dest}: it is not a dkrp dataset store (no zarr.json with "

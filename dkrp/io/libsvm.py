@@ -28,6 +28,7 @@ import scipy.sparse as sp
 import zarr
 from sklearn.datasets import load_svmlight_file
 
+from ..errors import Message, Param
 from ._common import _compression_suffix, _nonfinite_message, _open_maybe_compressed
 from .dataset_store import (
     _create_csr,
@@ -137,13 +138,13 @@ def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, zero
         if X.nnz:
             low, high = int(X.indices.min()), int(X.indices.max())
             if zero_problem is not None and low == 0:
-                return f"{display}: line {lineno}: feature index 0 {zero_problem}: {shown!r}"
+                return Message("{}: line {}: feature index 0 {}: {!r}", display, lineno,
+                               zero_problem, shown)
             if n_features is not None and high - shift >= n_features:
-                return (
-                    f"{display}: line {lineno}: feature index {high} is out of range for "
-                    f"n_features={n_features} ({'0' if shift == 0 else '1'}-based indices): "
-                    f"{shown!r}"
-                )
+                return Message("{}: line {}: feature index {} is out of range for {} ({}-based "
+                               "indices): {!r}", display, lineno, high,
+                               Param("n_features", n_features), "0" if shift == 0 else "1",
+                               shown)
         if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
             return f"{display}: line {lineno}: {_nonfinite_message(X.data, dtype)} {shown!r}"
     return None
@@ -274,16 +275,14 @@ def _ingest_libsvm_text(
     else:
         shift = 0 if zero_based else 1
     if shift is None:
-        zero_problem = (
-            f"(on {zero_rows} of {feature_rows} rows; the others fit 1-based indices): a stray "
-            "0 in a 1-based file, or a 0-based file? Read the wrong way, every column shifts by "
-            "one. Pass zero_based=True (--zero-based) if indices start at 0, or "
-            "zero_based=False (--one-based) if they start at 1 (this line is then an error)"
-        )
+        zero_problem = Message(
+            "(on {} of {} rows; the others fit 1-based indices): a stray 0 in a 1-based file, "
+            "or a 0-based file? Read the wrong way, every column shifts by one. Pass {} if "
+            "indices start at 0, or {} if they start at 1 (this line is then an error)",
+            zero_rows, feature_rows, Param("zero_based", True), Param("zero_based", False))
     elif shift == 1:
-        zero_problem = (
-            "in a 1-based file (pass zero_based=True (--zero-based) if indices start at 0)"
-        )
+        zero_problem = Message("in a 1-based file (pass {} if indices start at 0)",
+                               Param("zero_based", True))
     else:
         zero_problem = None
     # unsure (None): the lines are checked as 1-based, so the first line with index 0 is named

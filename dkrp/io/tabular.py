@@ -16,6 +16,7 @@ import numpy as np
 import zarr
 from dask.base import tokenize
 
+from ..errors import Message, Param
 from ._common import (
     _array_from_blocks,
     _check_finite_block,
@@ -141,10 +142,9 @@ def _select_columns(source, columns, label_column, drop_columns, n_features):
         )
     features = [c for c in columns if c != label_column and c not in drop_columns]
     if n_features is not None and n_features != len(features):
-        raise ValueError(
-            f"{source}: n_features={n_features} but the file has {len(features)} feature "
-            f"columns after dropping {drop_columns} and the label: {features}"
-        )
+        raise ValueError(Message(
+            "{}: {} but the file has {} feature columns after dropping {} and the label: {}",
+            source, Param("n_features", n_features), len(features), drop_columns, features))
     return features
 
 
@@ -187,11 +187,10 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
             bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
             if bad:
                 i, value = _first_non_numeric(pd, frame, bad[0])
-                raise ValueError(
-                    f"{source}, line {row0 + i + 2} (data row {row0 + i}), column {bad[0]!r}: "
-                    f"{value!r} is not a number. Fix the value, or leave the column out with "
-                    f"drop_columns=[{bad[0]!r}]."
-                )
+                raise ValueError(Message(
+                    "{}, line {} (data row {}), column {!r}: {!r} is not a number. Fix the "
+                    "value, or leave the column out with {}.", source, row0 + i + 2, row0 + i,
+                    bad[0], value, Param("drop_columns", [bad[0]])))
             values = frame[features].to_numpy(dtype=dtype)
             labels = None
             if label_column is not None:
@@ -234,10 +233,9 @@ def _csv_row_offsets(path, start, stop):
     """Byte offsets of the data rows (non-blank lines) starting in ``[start, stop)``."""
     buf = _read_range(path, start, stop)
     if b'"' in buf:
-        raise ValueError(
-            f"{path}: quoted fields (a comma or line break may sit inside one) cannot be "
-            "split between workers; ingest it without --scheduler/scheduler= (one process)."
-        )
+        raise ValueError(Message(
+            "{}: quoted fields (a comma or line break may sit inside one) cannot be split "
+            "between workers; ingest it without {} (one process).", path, Param("scheduler")))
     arr = np.frombuffer(buf, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10)
     if len(arr) and arr[-1] != 10:  # a last line without newline
@@ -261,10 +259,9 @@ def _csv_block(path, start, stop, header, features, label_column, dtype, store, 
     bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
     if bad:
         i, value = _first_non_numeric(pd, frame, bad[0])
-        raise ValueError(
-            f"{path}, data row {r0 + i}, column {bad[0]!r}: {value!r} is not a number. Fix "
-            f"the value, or leave the column out with drop_columns=[{bad[0]!r}]."
-        )
+        raise ValueError(Message(
+            "{}, data row {}, column {!r}: {!r} is not a number. Fix the value, or leave the "
+            "column out with {}.", path, r0 + i, bad[0], value, Param("drop_columns", [bad[0]])))
     values = frame[list(features)].to_numpy(dtype=dtype)
     labels = frame[label_column].to_numpy() if label_column is not None else None
     _check_finite_block(values, labels, path, r0, list(features), header_lines=1)
@@ -346,10 +343,9 @@ def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_feature
     used = features + ([label_column] if label_column is not None else [])
     bad = [c for c in used if not numeric(schema.field(c).type)]
     if bad:
-        raise ValueError(
-            f"{path}: non-numeric column(s) {bad} "
-            f"({', '.join(str(schema.field(c).type) for c in bad)}); drop them with drop_columns="
-        )
+        raise ValueError(Message(
+            "{}: non-numeric column(s) {} ({}); drop them with {}", path, bad,
+            ", ".join(str(schema.field(c).type) for c in bad), Param("drop_columns", bad)))
     label_dtype = None
     if label_column is not None:
         label_dtype = np.dtype(schema.field(label_column).type.to_pandas_dtype())
