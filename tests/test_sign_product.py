@@ -313,8 +313,11 @@ def test_unpack_bits_refuses_wrong_input():
         unpack_bits(bits.astype(np.int64), 16)
     with pytest.raises(ValueError, match="bytes per row"):
         unpack_bits(bits, 17)
-    with pytest.raises(ValueError, match="n_components"):
+    with pytest.raises(ValueError, match=r"^n_components must be >= 1, got 0\.$"):
         unpack_bits(bits, 0)
+    # one received row, 1-D: its signs (the first byte's bits, then the second's high bit)
+    one = unpack_bits(np.array([255, 1], dtype=np.uint8), 9)
+    assert one.tolist() == [1.0] * 8 + [-1.0]
     assert np.array_equal(unpack_bits(bits, 9), -np.ones((2, 9)))
     with pytest.raises(ValueError, match="non-zero rows"):
         sign_kernel(np.zeros((1, 3)))
@@ -545,3 +548,23 @@ def test_sketch_features_keep_the_sketches_dtype():
     B = np.random.default_rng(0).standard_normal((3, 16))
     assert sketch_features(B.astype(np.float32)).dtype == np.float32
     np.testing.assert_allclose(sketch_features(B), B / 8.0, rtol=1e-15)
+
+
+def test_asymmetric_classifier_reads_csr_rows_and_refuses_other_widths():
+    import scipy.sparse as sp
+
+    X, y = _quadratic_problem(n=200)
+    spe = dkrp.SignProductEmbedding(n_components=64, random_state=0)
+    clf = dkrp.AsymmetricSketchClassifier(embedding=spe).fit(X, y)
+    assert np.array_equal(clf.predict(sp.csr_matrix(X)), clf.predict(X))
+    with pytest.raises(ValueError, match=r"^X has 4 features, but AsymmetricSketchClassifier "
+                                         r"is expecting 6 features as input\.$"):
+        clf.predict(X[:, :4])
+
+
+def test_bit_features_are_in_the_asked_dtype():
+    bits = np.array([[0b10100000]], dtype=np.uint8)
+    out = bit_features(bits, 3, dtype=np.float32)
+    assert out.dtype == np.float32
+    scale = np.float32(math.pi / (2 * math.sqrt(3)))
+    np.testing.assert_allclose(out, scale * np.array([[1, -1, 1]]))
