@@ -23,7 +23,8 @@ import numpy as np
 
 from .errors import ClusterError, Message, Param
 
-__all__ = ["FeaturizeResult", "featurize_to_store", "open_input", "size_job", "task_budget"]
+__all__ = ["FeaturizeResult", "estimate_seconds", "featurize_to_store",
+           "measure_featurize_rate", "open_input", "size_job", "task_budget"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ def featurize_to_store(
     store_dtype=None,
     compressor=None,
     on_warning=None,
+    on_size=None,
 ) -> FeaturizeResult:
     """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
 
@@ -171,6 +173,13 @@ def featurize_to_store(
         orders of magnitude from what a map fitted here expects
         (:func:`dkrp.methods.scale_warning`, on the first and last rows that the run
         reads for the store's fingerprint anyway). Default: logged as a warning.
+    on_size : callable, optional
+        Called as ``on_size(size, measure)`` once the job is sized and the disk checked,
+        before anything is fitted, started or written: ``size`` is :func:`size_job`'s
+        dict, and ``measure()`` times the map on a sample of the input
+        (:func:`measure_featurize_rate`, for :func:`estimate_seconds`). It may announce
+        the job or ask for confirmation, and raise to stop it there (``dkrp featurize
+        --confirm-above``).
 
     Returns
     -------
@@ -263,6 +272,9 @@ def featurize_to_store(
     if dry_run:
         return FeaturizeResult(size, projector, "dry-run")
     _check_disk(size, dest)
+    if on_size is not None:
+        on_size(size, lambda: measure_featurize_rate(X, projector, dtype=dtype,
+                                                     bits=store["bits"]))
 
     if not fitted:
         if getattr(projector, "data_dependent", False) or standardize:
@@ -364,7 +376,10 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     dict
         ``shape`` (n_samples, n_components), ``dtype`` (as stored), ``bits``, ``bytes``
         (of the output as stored, before compression),
-        ``chunk_rows``, ``n_chunks``, ``task_memory`` (bytes one task needs, without the
+        ``chunk_rows``, ``n_chunks``, ``rows_to_write``, ``chunks_to_write`` and
+        ``bytes_to_write`` (what the run has left to write: all of it for a new store or
+        with ``overwrite``, the chunks an existing store on this grid lacks otherwise),
+        ``task_memory`` (bytes one task needs, without the
         projector's own arrays when it is not fitted yet), ``path`` and ``refusal``: None,
         or why the real run will refuse (an existing store started on another chunk
         grid than the ``chunk_rows`` asked for, without ``overwrite``).
@@ -397,10 +412,109 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     fitted = hasattr(projector, "spec_checksum_")
     memory = task_memory(rows, d, X.dtype.itemsize, k or 0, out_dtype.itemsize,
                          model_bytes(projector) if fitted else 0)
+    n_chunks = -(-n // rows) if n else 0
+    left = _rows_left(path, old, n, rows, n_chunks) if refusal is None and not overwrite \
+        else n
     return {"path": str(path), "shape": (n, k), "dtype": stored.name, "bits": bool(bits),
             "bytes": None if k is None else n * per_row,
-            "chunk_rows": rows, "n_chunks": -(-n // rows) if n else 0,
+            "chunk_rows": rows, "n_chunks": n_chunks,
+            "rows_to_write": left, "chunks_to_write": -(-left // rows) if left else 0,
+            "bytes_to_write": None if k is None else left * per_row,
             "task_memory": memory, "refusal": refusal}
+
+
+def _rows_left(path, old, n, rows, n_chunks) -> int:
+    """Rows of the chunks an existing store at ``path`` (attributes ``old``) lacks, as
+    its run counts them (a deleted chunk file is redone); all ``n`` when there is none,
+    or it is not on this job's grid."""
+    from .feature_store.format import FEATURES_FORMAT, _written_chunks
+
+    if (old is None or old.get("dkrp_format") != FEATURES_FORMAT
+            or int(old.get("chunk_rows", 0)) != rows or int(old.get("n_chunks", -1)) != n_chunks
+            or int(old.get("n_samples", -1)) != n):
+        return n
+    try:
+        done = _written_chunks(path, n_chunks)
+    except Exception:  # noqa: BLE001 - an unreadable record: count every row as to do
+        return n
+    sizes = np.minimum(rows, n - rows * np.arange(n_chunks))
+    return int(sizes[~done].sum())
+
+
+def measure_featurize_rate(X, projector, *, dtype=None, bits=False, max_rows=1024,
+                           max_bytes=32 * 2**20, min_seconds=0.2) -> dict | None:
+    """Time ``projector`` on the first rows of ``X``, on one core: a calibration.
+
+    The map (a clone, fitted on the sample unless ``projector`` is fitted) featurizes
+    the sample, in one thread, until ``min_seconds`` have passed, after one untimed
+    call on a few rows; reading the input and writing the output are not timed. A task
+    of a featurize job does the same work on its row block, so ``rows_per_second`` is
+    what one worker thread gets (:func:`estimate_seconds`).
+
+    Parameters
+    ----------
+    X : dask.array.Array
+    projector : BaseProjector
+    dtype : {None, "float32", "float64"}
+        The compute dtype, as for :func:`featurize_to_store`.
+    bits : bool, default=False
+        Time the packed sign bits (``--bits``) instead of the features.
+    max_rows : int, default=1024
+        The most rows sampled; fewer when their output would exceed ``max_bytes``.
+    max_bytes : int, default=32 MiB
+    min_seconds : float, default=0.2
+        The sample is featurized again until this much time is measured.
+
+    Returns
+    -------
+    dict or None
+        ``rows_per_second`` (one thread) and ``sample_rows``; None when the sample
+        could not be featurized (the job itself reports why, if it fails).
+    """
+    from sklearn.base import clone
+
+    from ._blockwise import _output_dtype
+    from ._threading import _blas_one_thread, limit_threads
+
+    n = int(X.shape[0])
+    k = _n_components(projector) or 1
+    out_dtype = _output_dtype(X, dtype)
+    rows = max(1, min(n, int(max_rows), int(max_bytes) // max(1, k * out_dtype.itemsize)))
+    try:
+        sample = X[:rows].compute()
+        sample = sample.astype(out_dtype) if sample.dtype != out_dtype else sample
+        fitted = hasattr(projector, "spec_checksum_")
+        est = projector if fitted else clone(projector).fit(sample)
+        output = "bits" if bits else "features"
+        with limit_threads(1), _blas_one_thread():
+            # untimed: a first call pays one-time costs (10x the next on rff, k=200000)
+            est.output_block(sample[:8], output)
+            done, t0 = 0, time.perf_counter()
+            while True:
+                est.output_block(sample, output)
+                done += rows
+                seconds = time.perf_counter() - t0
+                if seconds >= min_seconds:
+                    break
+    except Exception as exc:  # noqa: BLE001 - an estimate is a courtesy; the job decides
+        logger.info("no time estimate: the sample could not be featurized (%s)", exc)
+        return None
+    return {"rows_per_second": done / seconds, "sample_rows": rows}
+
+
+def estimate_seconds(units, seconds_per_unit, cores) -> float:
+    """Wall seconds for ``units`` tasks of ``seconds_per_unit`` each on ``cores`` cores.
+
+    Whole waves: 13 voters on 8 cores take two voters' time, as the cluster runs them.
+
+    Examples
+    --------
+    >>> estimate_seconds(13, 2.0, 8)
+    4.0
+    """
+    if units <= 0:
+        return 0.0
+    return float(-(-int(units) // max(1, int(cores))) * seconds_per_unit)
 
 
 def _check_disk(size, dest):

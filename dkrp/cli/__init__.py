@@ -12,6 +12,8 @@ worker processes sized to the machine, every socket bound to 127.0.0.1.
 Modules
     :mod:`~dkrp.cli._group`
         the ``main`` click group, error wording, cluster options and client.
+    :mod:`~dkrp.cli._confirm`
+        ``--confirm-above`` and ``--yes``: big jobs announced, and asked about, first.
     :mod:`~dkrp.cli.stores`
         ``ingest``, ``info``, ``verify``.
     :mod:`~dkrp.cli.feature_maps`

@@ -22,6 +22,7 @@ from .._choices import (
     STORE_DTYPE_NAMES,
 )
 from ..methods import method_names
+from ._confirm import parse_size
 from ._group import (
     _as_click_errors,
     _cli_wording,
@@ -133,12 +134,19 @@ class _FeaturizeCommand(click.Command):
 @click.option("--dry-run", is_flag=True,
               help="Print the output's shape, bytes, chunks and memory per task, then exit "
                    "(nothing fitted, started or written).")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or progress lines.")
+@click.option("--confirm-above", metavar="SIZE", default="10GiB", show_default=True,
+              callback=parse_size,
+              help="Ask before writing more than SIZE (e.g. 500MiB, 2TB; 0 always asks). "
+                   "Without a terminal such a job is refused unless --yes.")
+@click.option("--yes", "-y", is_flag=True, help="Start without asking (see --confirm-above).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar or progress lines (nor the job's size and estimated "
+                   "time before it starts).")
 def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n_terms,
               distribution, density, pool, index_design, form, kernel, gamma, scale, seed, dtype,
               store_dtype, bits, compressor, standardize, scale_rows, like, spec_path,
               scheduler, scheduler_file, n_workers, memory_limit, retries, overwrite,
-              chunk_rows, dry_run, quiet):
+              chunk_rows, dry_run, confirm_above, yes, quiet):
     """Featurize IN (dataset store, .npy or Parquet) into the resumable feature store OUT.zarr.
 
     Only the method's seed and parameters (a JSON spec of a few KB) go to the
@@ -167,6 +175,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
       dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
     """
     from ..methods import fit_pass_message
+    from ._confirm import embedded_cores
 
     started = time.perf_counter()
     fitted_from = like or spec_path
@@ -206,10 +215,12 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                        kernel=kernel, gamma=gamma, scale=scale, random_state=seed)
         scaling = dict(standardize=standardize, scale_rows=scale_rows)
         store = dict(bits=bits, store_dtype=store_dtype, compressor=compressor)
+        announce = _announcer(quiet, confirm_above, yes,
+                              embedded_cores(scheduler, scheduler_file, n_workers))
         summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
                                  scheduler_file, n_workers, memory_limit, retries, overwrite,
                                  quiet, on_fit, planned, chunk_rows, dry_run, fitted_from,
-                                 scaling, store)
+                                 scaling, store, announce)
     except KeyboardInterrupt:
         _interrupted(planned)
     except Exception as exc:
@@ -225,10 +236,8 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     if dry_run:
         from ..jobs import format_bytes
 
-        (n, k), total = summary["shape"], summary["bytes"]
-        what = (f"{n} x {k} sign bits packed as uint8" if summary.get("bits") else
-                f"{n} x {k} {summary['dtype']} features")
-        click.echo(f"dry run: {summary['path']} would hold {what} = "
+        total = summary["bytes"]
+        click.echo(f"dry run: {summary['path']} would hold {_output_text(summary)} = "
                    f"{format_bytes(total) if total is not None else '?'} in "
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
@@ -236,6 +245,54 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
             click.echo(f"The real run would stop: {_cli_wording(summary['refusal'])}")
         return
     click.echo(_summary_line(summary, time.perf_counter() - started))
+
+
+def _output_text(size):
+    """``N x K float64 features`` (or packed sign bits) of :func:`dkrp.jobs.size_job`."""
+    n, k = size["shape"]
+    return (f"{n} x {k} sign bits packed as uint8" if size.get("bits") else
+            f"{n} x {k} {size['dtype']} features")
+
+
+def _announcer(quiet, limit, yes, cores):
+    """``on_size`` for :func:`dkrp.jobs.featurize_to_store`: print the job's size and
+    estimated time (unless --quiet), then ask when it writes more than --confirm-above
+    (``limit`` bytes); ``cores`` of the embedded cluster, None for a running scheduler."""
+    from ..jobs import estimate_seconds, format_bytes
+    from ._confirm import confirm, format_duration, on_cores
+
+    def on_size(size, measure):
+        left = size["bytes_to_write"]
+        if left is None or size["chunks_to_write"] == 0:
+            return  # a finished store (the run says so), or a width known only once fitted
+        total = size["bytes"]
+        if not quiet:
+            chunks = size["chunks_to_write"]
+            where = (f"{format_bytes(left)} to write in {chunks} chunk{'s' * (chunks != 1)}"
+                     if left == total else f"{format_bytes(left)} of it left to write in "
+                     f"{chunks} of {size['n_chunks']} chunks")
+            click.echo(f"featurize: {size['path']} will hold {_output_text(size)} = "
+                       f"{format_bytes(total)}; {where} of {size['chunk_rows']} rows; "
+                       f"{_time_text(size, measure(), cores)}", err=True)
+        if left > limit:
+            confirm(f"featurize would write {format_bytes(left)} to {size['path']}",
+                    f"--confirm-above {format_bytes(limit)}", yes)
+
+    def _time_text(size, rate, cores):
+        if rate is None:
+            return "time not estimated (the map could not be timed on a sample of the input)"
+        per_chunk = min(size["chunk_rows"], size["rows_to_write"]) / rate["rows_per_second"]
+        seconds = estimate_seconds(size["chunks_to_write"], per_chunk, cores or 1)
+        measured = (f"{rate['rows_per_second']:,.0f} rows/s measured on one core over "
+                    f"{rate['sample_rows']} sample rows")
+        if cores is None:
+            return (f"estimated {format_duration(seconds)} of computing on one core, shared "
+                    f"among the cluster's cores ({measured}; the fit and disk writes not "
+                    "included)")
+        return (f"estimated {format_duration(seconds)} {on_cores(cores)} ({measured}; the "
+                "fit and disk writes not included)")
+
+    return on_size
 
 
 def _summary_line(summary, wall_seconds):
@@ -349,7 +406,8 @@ def _fitted_projector(path):
 
 def _featurize_job(input_path, output, method, options, dtype, scheduler, scheduler_file,
                    n_workers, memory_limit, retries, overwrite, quiet, on_fit, planned,
-                   chunk_rows, dry_run, fitted_from=None, scaling=None, store=None):
+                   chunk_rows, dry_run, fitted_from=None, scaling=None, store=None,
+                   on_size=None):
     from ..jobs import featurize_to_store
     from ..methods import make_projector
 
@@ -374,7 +432,8 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
                 _client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
-            chunk_rows=chunk_rows, dry_run=dry_run, **(scaling or {}), **(store or {}),
+            chunk_rows=chunk_rows, dry_run=dry_run, on_size=on_size, **(scaling or {}),
+            **(store or {}),
             on_warning=lambda line: click.echo(f"warning: {_cli_wording(line)}", err=True),
         )
     return summary

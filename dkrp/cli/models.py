@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..methods import method_names
+from ._confirm import parse_duration
 from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
 
 
@@ -37,14 +38,25 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="Ensemble seed; voter seeds derive from it.")
 @click.option("--overwrite", is_flag=True, help="Replace a model already in --out.")
 @_cluster_options
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--confirm-above", metavar="DURATION", default="30min", show_default=True,
+              callback=parse_duration,
+              help="Ask before a training estimated to take longer than DURATION (e.g. 90s, "
+                   "10min, 2h; 0 always asks). Without a terminal it is refused unless --yes.")
+@click.option("--yes", "-y", is_flag=True, help="Start without asking (see --confirm-above).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar (nor the estimated time before training starts).")
 def train(train_path, out, method, n_components, gamma, C, voters, strategy, voting, solver,
-          seed, overwrite, scheduler, scheduler_file, n_workers, memory_limit, quiet):
+          seed, overwrite, scheduler, scheduler_file, n_workers, memory_limit, confirm_above,
+          yes, quiet):
     """Train an ensemble of random-feature linear SVMs on the dataset store TRAIN.zarr.
 
     Labels come from the store. Voter i's feature map and SVM are seeded from
     --seed, so the same command gives the same model on any cluster. Prints a
     table of the voters (rows, solver, iterations, seconds) and writes --out.
+
+    Before it starts, train times one voter on the first 1000 rows (on one core)
+    and prints the estimated time; past --confirm-above it asks first. A bar
+    counts the voters as they finish.
 
     \b
     Examples:
@@ -54,7 +66,9 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
     """
     from ..ensemble import RandomFeatureVotingClassifier, summary_lines
     from ..ensemble.persistence import check_save_target
+    from ..ensemble.training import time_one_voter
     from ..io import open_dataset
+    from ._confirm import cluster_cores, embedded_cores
 
     gamma = _parse_float_or("--gamma", gamma, "scale")
     with _as_click_errors():
@@ -66,13 +80,49 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
         model = RandomFeatureVotingClassifier(
             n_voters=voters, method=method, n_components=n_components, gamma=gamma, C=C,
             estimator=solver, voting=voting, strategy=strategy, random_state=seed)
+        timing = None if quiet and yes else time_one_voter(model, ds.X, ds.y)
+        cores = embedded_cores(scheduler, scheduler_file, n_workers)
+        if cores is not None:  # before the embedded cluster starts
+            _announce_training(model, timing, cores, confirm_above, yes, quiet)
         with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
+            if cores is None:  # a running cluster: its cores are known now
+                _announce_training(model, timing, cluster_cores(client), confirm_above,
+                                   yes, quiet)
             model.fit(ds.X, ds.y, client=client, progress=not quiet)
         path = model.save(out, overwrite=overwrite)
     for line in summary_lines(model):
         click.echo(line)
     click.echo(f"trained {voters} voter(s) on {ds.X.shape[0]} rows in {model.fit_seconds_:.1f} s: "
                f"{Path(path).absolute()}")
+
+
+def _announce_training(model, timing, cores, limit, yes, quiet):
+    """Print the voters and the estimated time (unless --quiet); ask when the estimate is
+    above --confirm-above (``limit`` seconds). ``timing``: :func:`dkrp.ensemble.training.
+    time_one_voter`'s dict (None: no estimate, nothing to ask)."""
+    from ..jobs import estimate_seconds
+    from ._confirm import confirm, format_duration, on_cores
+
+    n = model.n_voters
+    if timing is None:
+        if not quiet:
+            click.echo(f"train: {n} voter(s) of {model.n_components} {model.method} "
+                       "features; time not estimated (the first rows could not train a "
+                       "voter)", err=True)
+        return
+    rows = timing["rows_per_voter"]
+    seconds = estimate_seconds(n, timing["seconds"], cores)
+    if not quiet:
+        sample = (f"on all {rows} rows" if timing["sample_rows"] == rows else
+                  f"on {timing['sample_rows']} sample rows, scaled linearly to {rows} rows")
+        click.echo(f"train: {n} voter(s), each {model.n_components} {model.method} features "
+                   f"and {timing['solver']} on {rows} rows; estimated "
+                   f"{format_duration(seconds)} {on_cores(cores)} (one voter took "
+                   f"{format_duration(timing['measured'])} on one core {sample}; an "
+                   "estimate)", err=True)
+    if seconds > limit:
+        confirm(f"train is estimated to take {format_duration(seconds)} ({n} voter(s) "
+                f"{on_cores(cores)})", f"--confirm-above {format_duration(limit)}", yes)
 
 
 @main.command(short_help="Predict a dataset store with a trained ensemble; score it.")

@@ -199,3 +199,70 @@ def _gather(futures, client, report, total):
             future.cancel()
         raise
     return results
+
+
+def time_one_voter(model, X, y, *, max_rows=1000) -> dict | None:
+    """Train voter 0 of ``model`` on the first rows of ``X``, on one core: a calibration.
+
+    Nothing of ``model`` is changed. The voter is what ``model.fit`` would train (its
+    map, seeds and linear model; the solver chosen for the rows each voter really
+    sees), on at most ``max_rows`` rows, twice (the faster counts); ``gamma="scale"``
+    is taken from the sample.
+    The time per voter is that measurement scaled linearly to the rows each voter
+    sees: an estimate (the dual solver grows faster than linearly with the rows).
+
+    Parameters
+    ----------
+    model : RandomFeatureVotingClassifier
+        Not fitted (its parameters are read, never set).
+    X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
+    y : array-like or dask array of shape (n_samples,)
+    max_rows : int, default=1000
+
+    Returns
+    -------
+    dict or None
+        ``seconds`` (one voter, estimated), ``measured`` (seconds on the sample),
+        ``sample_rows``, ``rows_per_voter`` and ``solver``; None when the sample cannot
+        train a voter (one class in the first rows, say: ``fit`` itself says what is
+        wrong, if anything is).
+    """
+    import logging
+    import time
+
+    import numpy as np
+    from sklearn.base import clone
+
+    from .._threading import _blas_one_thread, limit_threads
+    from .voters import _solver_name
+
+    model._check_params()
+    n = int(X.shape[0])
+    per_voter = -(-n // int(model.n_voters)) if model.strategy == "partition" else n
+    rows = max(1, min(per_voter, int(max_rows)))
+    try:
+        Xs, ys = X[:rows], y[:rows]
+        Xs = Xs.compute() if hasattr(Xs, "compute") else Xs
+        ys = np.asarray(ys.compute() if hasattr(ys, "compute") else ys)
+        template = model._template()
+        if getattr(template, "gamma", None) == "scale":
+            from ..kernels import scale_gamma
+
+            template.set_params(gamma=float(scale_gamma(Xs, getattr(template, "kernel",
+                                                                      "gaussian"))))
+        projector, linear = clone(model).set_params(n_voters=1)._voters(
+            model.random_state or 0, template, per_voter)[0]
+        measured = []
+        with limit_threads(1), _blas_one_thread():
+            for _ in range(2):  # the faster of two: the first pays one-time costs
+                t0 = time.perf_counter()
+                result = _train_voter(Xs, ys, projector, linear, 0)
+                measured.append(time.perf_counter() - t0)
+        measured = min(measured)
+    except Exception as exc:  # noqa: BLE001 - an estimate is a courtesy; fit decides
+        logging.getLogger(__name__).info("no time estimate: the sample could not train a "
+                                         "voter (%s)", exc)
+        return None
+    return {"seconds": measured * per_voter / rows, "measured": measured,
+            "sample_rows": rows, "rows_per_voter": per_voter,
+            "solver": _solver_name(result["model_class"], result["model_params"])}
