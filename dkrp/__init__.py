@@ -15,31 +15,9 @@ import importlib as _importlib
 
 from ._names import PUBLIC_MODULES as _PUBLIC_MODULES
 
-__all__ = [
-    "AsymmetricSketchClassifier",
-    "BaseProjector",
-    "ExplicitPolynomialProjection",
-    "IndependentPolynomialProjection",
-    "KulisGraumanRP",
-    "Nystroem",
-    "PCAProjector",
-    "PolynomialRandomProjection",
-    "PrimalLinearSVC",
-    "RandomFeatureVotingClassifier",
-    "RandomFourierFeatures",
-    "RandomMaclaurin",
-    "SignProductEmbedding",
-    "SphericalRandomFeatures",
-    "TensorSketch",
-    "featurize_to_store",
-    "read_features",
-    "open_xarray",
-    "unpack_bits",
-    "SpecError",
-    "from_spec",
-    "load",
-    "__version__",
-]
+#: every public name: dkrp's projectors (``dkrp._names.PROJECTORS``), the other public
+#: classes and functions, and ``__version__``
+__all__ = [*_PUBLIC_MODULES, "__version__"]
 
 
 def __getattr__(name):

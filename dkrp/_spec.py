@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._names import PROJECTOR_MODULES
+from ._names import PROJECTORS
 from ._random import array_checksum
 from .errors import SpecError
 
@@ -50,6 +50,9 @@ __all__ = [
 SPEC_FORMAT = "dkrp.projector"
 SPEC_FORMAT_VERSION = 1
 
+#: Projector classes other than dkrp's own (:data:`dkrp._names.PROJECTORS`), by spec
+#: name: subclasses defined elsewhere (e.g. :class:`dkrp.testing.faulty.FaultyProjection`),
+#: which register themselves when their module is imported.
 _REGISTRY: dict[str, type] = {}
 #: Saved formats other than a projector, read by :func:`load`: format -> (loader, manifest
 #: file name). Modules register themselves when imported; ``_FORMAT_MODULES`` names the
@@ -59,27 +62,52 @@ _FORMATS: dict[str, tuple] = {}
 _FORMAT_MODULES = {"dkrp.ensemble": "dkrp.ensemble"}
 
 
+def _target(cls) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def register(cls) -> type:
-    """Record ``cls`` under its class name so specs naming it can be rebuilt."""
-    _REGISTRY[cls.__name__] = cls
+    """Record ``cls`` under its class name so specs naming it can be rebuilt.
+
+    A spec names its class by ``__name__`` alone, so a name identifies one class: the
+    names of dkrp's projectors (:data:`dkrp._names.PROJECTORS`) are theirs, and any other
+    name belongs to the first class registered under it. The same definition registered
+    again (a module reloaded, a notebook cell rerun) replaces it.
+
+    Raises
+    ------
+    TypeError
+        If the name is taken by another class (a subclass named like a dkrp projector, or
+        two classes of one name in different modules): otherwise every later
+        :func:`from_spec` of a spec naming it would build the wrong class.
+    """
+    name, target = cls.__name__, _target(cls)
+    taken = PROJECTORS.get(name) or (_target(_REGISTRY[name]) if name in _REGISTRY else None)
+    if taken is not None and taken != target:
+        raise TypeError(
+            f"Cannot register the projector class {target} as {name!r}: that spec name is "
+            f"taken by {taken}, and a spec names its class by name alone, so specs of one "
+            f"would rebuild the other. Give the class another name (e.g. My{name}).")
+    if name not in PROJECTORS:
+        _REGISTRY[name] = cls
     return cls
 
 
 def registered_projectors() -> dict[str, type]:
     """Map of spec class names to projector classes (every public projector of dkrp, and
     any other subclass defined so far)."""
-    for name in PROJECTOR_MODULES:
-        _registered_class(name)
-    return dict(_REGISTRY)
+    return {**{name: _registered_class(name) for name in PROJECTORS}, **_REGISTRY}
 
 
 def _registered_class(name):
-    """The class registered as ``name``, importing its dkrp module first if needed
-    (``import dkrp`` imports the projector modules lazily). None for an unknown name;
-    an ImportError of the module itself propagates."""
-    if name not in _REGISTRY and isinstance(name, str) and name in PROJECTOR_MODULES:
-        importlib.import_module(PROJECTOR_MODULES[name])
-    return _REGISTRY.get(name)
+    """The class a spec naming ``name`` rebuilds: dkrp's own from :data:`PROJECTORS`
+    (importing its module: ``import dkrp`` imports the projector modules lazily), others
+    from the registry. None for an unknown name; an ImportError of the module itself
+    propagates."""
+    if isinstance(name, str) and name in PROJECTORS:
+        module, _, qualname = PROJECTORS[name].partition(":")
+        return getattr(importlib.import_module(module), qualname)
+    return _REGISTRY.get(name) if isinstance(name, str) else None
 
 
 def _dkrp_version() -> str:
