@@ -1,7 +1,9 @@
 """The ``--method`` switch: one name per feature map, shared by the CLI and pipelines.
 
-Each entry names the projector class (imported lazily, so optional baselines cost
-nothing until used) and how generic options map onto its parameters.
+Each entry names its projector class by spec name, a key of
+:data:`dkrp._names.PROJECTORS` (one method per map; the class is imported lazily, so
+optional baselines cost nothing until used), and how generic options map onto its
+parameters.
 """
 
 from __future__ import annotations
