@@ -6,8 +6,6 @@ parameters (a JSON spec), so every Dask worker regenerates the same hyperplanes
 and featurizes its partition independently.
 """
 
-__version__ = "0.1.0"
-
 # The public names are imported on first use (PEP 562), so `import dkrp` and the `dkrp`
 # command start without scikit-learn, scipy or numba; `from dkrp import X` works as before.
 
@@ -15,34 +13,30 @@ import importlib as _importlib
 
 from ._names import PUBLIC_MODULES as _PUBLIC_MODULES
 
-__all__ = [
-    "AsymmetricSketchClassifier",
-    "BaseProjector",
-    "ExplicitPolynomialProjection",
-    "IndependentPolynomialProjection",
-    "KulisGraumanRP",
-    "Nystroem",
-    "PCAProjector",
-    "PolynomialRandomProjection",
-    "PrimalLinearSVC",
-    "RandomFeatureVotingClassifier",
-    "RandomFourierFeatures",
-    "RandomMaclaurin",
-    "SignProductEmbedding",
-    "SphericalRandomFeatures",
-    "TensorSketch",
-    "featurize_to_store",
-    "read_features",
-    "open_xarray",
-    "unpack_bits",
-    "SpecError",
-    "from_spec",
-    "load",
-    "__version__",
-]
+#: every public name: dkrp's projectors (``dkrp._names.PROJECTORS``), the other public
+#: classes and functions, and ``__version__``
+__all__ = [*_PUBLIC_MODULES, "__version__"]
+
+
+def _version() -> str:
+    """The installed distribution's version (its single source is pyproject.toml).
+
+    A source tree that was never installed (``pip install -e .``) has no metadata:
+    ``"0+unknown"`` then, which no release carries, so a spec written there never
+    claims the version of one.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dkrp")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def __getattr__(name):
+    if name == "__version__":  # read on first use: importlib.metadata is slow to import
+        value = globals()["__version__"] = _version()
+        return value
     module = _PUBLIC_MODULES.get(name)
     if module is None:
         raise AttributeError(f"module 'dkrp' has no attribute {name!r}")

@@ -1,25 +1,33 @@
 """Where each public name of :mod:`dkrp` lives: a table, imported by nothing heavy.
 
 ``import dkrp`` imports none of these modules; :func:`dkrp.__getattr__` (PEP 562)
-imports one when its name is first used, and :func:`dkrp._spec.rebuild` imports the
-module of a projector class a spec names before it is registered. Keeping the table
-here, with no imports, lets both use it without importing each other.
+imports one when its name is first used, and :func:`dkrp._spec.rebuild` takes the class
+a spec names from :data:`PROJECTORS` (importing its module then). Keeping the table here,
+with no imports, lets both use it without importing each other.
 """
 
-#: public projector classes (subclasses of BaseProjector) -> defining module
-PROJECTOR_MODULES = {
-    "ExplicitPolynomialProjection": "dkrp.features.polynomial",
-    "IndependentPolynomialProjection": "dkrp.features.independent",
-    "KulisGraumanRP": "dkrp.baselines.kulis_grauman",
-    "Nystroem": "dkrp.baselines.nystroem",
-    "PCAProjector": "dkrp.baselines.pca",
-    "PolynomialRandomProjection": "dkrp.features.polynomial",
-    "RandomFourierFeatures": "dkrp.features.fourier",
-    "RandomMaclaurin": "dkrp.features.maclaurin",
-    "SignProductEmbedding": "dkrp.features.sign_product",
-    "SphericalRandomFeatures": "dkrp.features.spherical",
-    "TensorSketch": "dkrp.features.tensorsketch",
+#: dkrp's own projectors, the one table of them: spec class name -> ``"module:Class"``.
+#: :data:`PROJECTOR_MODULES`, ``dkrp.__all__``, :data:`dkrp.methods.METHODS` (hence the
+#: CLI's ``--method`` choices) and the tests' list of maps derive from it. A spec naming
+#: one of these always rebuilds this class: :func:`dkrp._spec.register` refuses any other
+#: class under these names (a user's same-named subclass, say).
+PROJECTORS = {
+    "ExplicitPolynomialProjection": "dkrp.features.polynomial:ExplicitPolynomialProjection",
+    "IndependentPolynomialProjection":
+        "dkrp.features.independent:IndependentPolynomialProjection",
+    "KulisGraumanRP": "dkrp.baselines.kulis_grauman:KulisGraumanRP",
+    "Nystroem": "dkrp.baselines.nystroem:Nystroem",
+    "PCAProjector": "dkrp.baselines.pca:PCAProjector",
+    "PolynomialRandomProjection": "dkrp.features.polynomial:PolynomialRandomProjection",
+    "RandomFourierFeatures": "dkrp.features.fourier:RandomFourierFeatures",
+    "RandomMaclaurin": "dkrp.features.maclaurin:RandomMaclaurin",
+    "SignProductEmbedding": "dkrp.features.sign_product:SignProductEmbedding",
+    "SphericalRandomFeatures": "dkrp.features.spherical:SphericalRandomFeatures",
+    "TensorSketch": "dkrp.features.tensorsketch:TensorSketch",
 }
+
+#: public projector classes (subclasses of BaseProjector) -> defining module
+PROJECTOR_MODULES = {name: target.partition(":")[0] for name, target in PROJECTORS.items()}
 
 #: every public name of dkrp (``dkrp.__all__`` but ``__version__``) -> defining module
 PUBLIC_MODULES = {

@@ -24,11 +24,12 @@ import importlib
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-from ._names import PROJECTOR_MODULES
+from ._names import PROJECTORS
 from ._random import array_checksum
 from .errors import SpecError
 
@@ -50,6 +51,9 @@ __all__ = [
 SPEC_FORMAT = "dkrp.projector"
 SPEC_FORMAT_VERSION = 1
 
+#: Projector classes other than dkrp's own (:data:`dkrp._names.PROJECTORS`), by spec
+#: name: subclasses defined elsewhere (e.g. :class:`dkrp.testing.faulty.FaultyProjection`),
+#: which register themselves when their module is imported.
 _REGISTRY: dict[str, type] = {}
 #: Saved formats other than a projector, read by :func:`load`: format -> (loader, manifest
 #: file name). Modules register themselves when imported; ``_FORMAT_MODULES`` names the
@@ -59,27 +63,52 @@ _FORMATS: dict[str, tuple] = {}
 _FORMAT_MODULES = {"dkrp.ensemble": "dkrp.ensemble"}
 
 
+def _target(cls) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def register(cls) -> type:
-    """Record ``cls`` under its class name so specs naming it can be rebuilt."""
-    _REGISTRY[cls.__name__] = cls
+    """Record ``cls`` under its class name so specs naming it can be rebuilt.
+
+    A spec names its class by ``__name__`` alone, so a name identifies one class: the
+    names of dkrp's projectors (:data:`dkrp._names.PROJECTORS`) are theirs, and any other
+    name belongs to the first class registered under it. The same definition registered
+    again (a module reloaded, a notebook cell rerun) replaces it.
+
+    Raises
+    ------
+    TypeError
+        If the name is taken by another class (a subclass named like a dkrp projector, or
+        two classes of one name in different modules): otherwise every later
+        :func:`from_spec` of a spec naming it would build the wrong class.
+    """
+    name, target = cls.__name__, _target(cls)
+    taken = PROJECTORS.get(name) or (_target(_REGISTRY[name]) if name in _REGISTRY else None)
+    if taken is not None and taken != target:
+        raise TypeError(
+            f"Cannot register the projector class {target} as {name!r}: that spec name is "
+            f"taken by {taken}, and a spec names its class by name alone, so specs of one "
+            f"would rebuild the other. Give the class another name (e.g. My{name}).")
+    if name not in PROJECTORS:
+        _REGISTRY[name] = cls
     return cls
 
 
 def registered_projectors() -> dict[str, type]:
     """Map of spec class names to projector classes (every public projector of dkrp, and
     any other subclass defined so far)."""
-    for name in PROJECTOR_MODULES:
-        _registered_class(name)
-    return dict(_REGISTRY)
+    return {**{name: _registered_class(name) for name in PROJECTORS}, **_REGISTRY}
 
 
 def _registered_class(name):
-    """The class registered as ``name``, importing its dkrp module first if needed
-    (``import dkrp`` imports the projector modules lazily). None for an unknown name;
-    an ImportError of the module itself propagates."""
-    if name not in _REGISTRY and isinstance(name, str) and name in PROJECTOR_MODULES:
-        importlib.import_module(PROJECTOR_MODULES[name])
-    return _REGISTRY.get(name)
+    """The class a spec naming ``name`` rebuilds: dkrp's own from :data:`PROJECTORS`
+    (importing its module: ``import dkrp`` imports the projector modules lazily), others
+    from the registry. None for an unknown name; an ImportError of the module itself
+    propagates."""
+    if isinstance(name, str) and name in PROJECTORS:
+        module, _, qualname = PROJECTORS[name].partition(":")
+        return getattr(importlib.import_module(module), qualname)
+    return _REGISTRY.get(name) if isinstance(name, str) else None
 
 
 def _dkrp_version() -> str:
@@ -299,31 +328,62 @@ def rebuild(spec, *, verify=True):
     checksum = state_checksum(est)
     est.spec_checksum_ = checksum
     if verify and checksum != spec.get("checksum"):
-        versions = spec.get("versions", {})
-        here = {"numpy": np.__version__, "dkrp": _dkrp_version(), **machine()}
-        mismatch = (f"The {name} rebuilt from this spec does not match its checksum (spec "
-                    f"{str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…)")
-        if versions.get("numpy") != here["numpy"] or versions.get("dkrp") != here["dkrp"]:
-            raise SpecError(
-                f"{mismatch}. The spec was written with numpy {versions.get('numpy')} and "
-                f"dkrp {versions.get('dkrp')}; this process has numpy {here['numpy']} and "
-                f"dkrp {here['dkrp']}. Pin the same versions on every client and worker.")
-        other = [f"{key} {versions[key]!r} there, {here[key]!r} here"
-                 for key in ("blas", "cpu") if key in versions and versions[key] != here[key]]
-        if other:
-            raise SpecError(
-                f"{mismatch}, with the numpy and dkrp that wrote it, on another kind of "
-                f"machine ({'; '.join(other)}). A spec written before dkrp drew every "
-                "pool with the same bits everywhere (orthogonal or tight-frame pools, SRF "
-                "radii: no draw_version_ 2) rebuilds only where it was written: use it "
-                "there, or fit the map again (new fits draw the same bits on every machine).")
-        raise SpecError(
-            f"{mismatch}, with the same numpy ({here['numpy']}) and dkrp ({here['dkrp']}) "
-            "that wrote it: the spec was edited or corrupted. Restore it from where it "
-            "came from (a feature store keeps its spec: dkrp info --spec STORE) or refit.")
+        _refuse_checksum_mismatch(spec, name, checksum)
     if verify:  # last: the checks above say more where they apply
         _check_params_checksum(spec)
     return est
+
+
+def _release(version) -> tuple | None:
+    """The release numbers of a version (``"0.2.0"`` -> ``(0, 2, 0)``); None if it has none."""
+    found = re.match(r"\d+(\.\d+)*", version) if isinstance(version, str) else None
+    return tuple(int(part) for part in found.group().split(".")) if found else None
+
+
+def _refuse_checksum_mismatch(spec, name, checksum):
+    """Raise the SpecError of a rebuilt state that does not match the spec's checksum,
+    saying the likeliest cause from what the spec records of where it was written.
+
+    A spec that disagrees with itself (``params_checksum``) was edited, whoever wrote it.
+    Another numpy, or a dkrp that is not older than this one, may draw other bits: pin the
+    versions. A dkrp rebuilds the specs of its earlier releases bit for bit (old draws
+    stay behind ``legacy_fitted_values``), so a spec of an older dkrp is judged as one of
+    this dkrp: another kind of machine (draw version 1 pools), or edited or corrupted.
+    """
+    versions = spec.get("versions") or {}
+    here = {"numpy": np.__version__, "dkrp": _dkrp_version(), **machine()}
+    mismatch = (f"The {name} rebuilt from this spec does not match its checksum (spec "
+                f"{str(spec.get('checksum'))[:12]}…, here {checksum[:12]}…)")
+    there_dkrp, there_release, here_release = (
+        versions.get("dkrp"), _release(versions.get("dkrp")), _release(here["dkrp"]))
+    older_dkrp = (there_dkrp != here["dkrp"] and None not in (there_release, here_release)
+                  and there_release < here_release)
+    other_versions = versions.get("numpy") != here["numpy"] or (
+        there_dkrp != here["dkrp"] and not older_dkrp)
+    other_machine = [f"{key} {versions[key]!r} there, {here[key]!r} here"
+                     for key in ("blas", "cpu") if key in versions and versions[key] != here[key]]
+    if other_versions or other_machine:
+        _check_params_checksum(spec)  # an edit explains it wherever the spec was written
+    if other_versions:
+        raise SpecError(
+            f"{mismatch}. The spec was written with numpy {versions.get('numpy')} and "
+            f"dkrp {there_dkrp}; this process has numpy {here['numpy']} and "
+            f"dkrp {here['dkrp']}. Pin the same versions on every client and worker.")
+    wrote = (f"the same numpy ({here['numpy']}) and dkrp ({here['dkrp']}) that wrote it"
+             if not older_dkrp else
+             f"the same numpy ({here['numpy']}) that wrote it and dkrp {here['dkrp']}, "
+             f"which rebuilds the specs of dkrp {there_dkrp} bit for bit")
+    if other_machine:
+        raise SpecError(
+            f"{mismatch}, with {wrote}, on another kind of machine "
+            f"({'; '.join(other_machine)}). A spec written before dkrp drew every "
+            "pool with the same bits everywhere (orthogonal or tight-frame pools, SRF "
+            "radii: no draw_version_ 2) rebuilds only where it was written: use it "
+            "there, or fit the map again (new fits draw the same bits on every machine).")
+    raise SpecError(
+        f"{mismatch}, with {wrote}: the spec was edited or corrupted. Restore it from "
+        "where it came from (a feature store keeps its spec: dkrp info --spec STORE) or "
+        "refit.")
 
 
 def from_spec(spec):

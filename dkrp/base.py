@@ -26,6 +26,9 @@ A new map implements only its mathematics:
   bits) names it in :attr:`~BaseProjector.outputs` and computes it in
   ``_output_array(X, output)``.
 
+A map of dkrp itself is also listed in :data:`dkrp._names.PROJECTORS`, the table that
+``dkrp.__all__``, the ``--method`` table and the tests derive from.
+
 Everything else — validation, seeds, dtype rules, the dask path (fit and
 transform), specs, save/load, checksums and cached casts of the state — lives
 here, in :mod:`dkrp._spec` and in :mod:`dkrp._blockwise`. Fitted scalars a spec
@@ -89,6 +92,8 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     outputs: tuple = ("features",)
 
     def __init_subclass__(cls, **kwargs):
+        """Register a public subclass for :func:`from_spec`; a name taken by another class
+        (one of dkrp's maps, say) raises TypeError (see :func:`dkrp._spec.register`)."""
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
             _spec.register(cls)

@@ -1,7 +1,9 @@
 """The ``--method`` switch: one name per feature map, shared by the CLI and pipelines.
 
-Each entry names the projector class (imported lazily, so optional baselines cost
-nothing until used) and how generic options map onto its parameters.
+Each entry names its projector class by spec name, a key of
+:data:`dkrp._names.PROJECTORS` (one method per map; the class is imported lazily, so
+optional baselines cost nothing until used), and how generic options map onto its
+parameters.
 """
 
 from __future__ import annotations
@@ -9,15 +11,17 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from ._names import PROJECTORS
+
 __all__ = ["METHODS", "MethodInfo", "fit_pass_message", "make_projector", "method_names",
            "method_of", "scale_warning"]
 
 
 @dataclass(frozen=True)
 class MethodInfo:
-    """Where a method's class lives; its options and kind are read from the class itself."""
+    """A method's projector class; its options and kind are read from the class itself."""
 
-    target: str  # "module:ClassName"
+    projector: str  # its spec name: a key of dkrp._names.PROJECTORS
     summary: str
     aliases: dict = field(default_factory=dict)  # generic option -> class parameter
     #: What a data-dependent method's one fitting pass gathers, formatted with the
@@ -25,6 +29,11 @@ class MethodInfo:
     fit_pass: str = ""
     #: The input scaling the map expects (``dkrp methods`` prints it)
     scaling: str = ""
+
+    @property
+    def target(self) -> str:
+        """Where the class lives, ``"module:ClassName"`` (from :data:`~dkrp._names.PROJECTORS`)."""
+        return PROJECTORS[self.projector]
 
     def load(self):
         module, name = self.target.split(":")
@@ -49,62 +58,62 @@ _BY_KERNEL = ("as its --kernel: polynomial kernels want bounded features (or --s
 
 METHODS = {
     "krp": MethodInfo(
-        "dkrp.features.polynomial:PolynomialRandomProjection",
+        "PolynomialRandomProjection",
         "Kernelized Random Projection, homogeneous polynomial kernel (López-Sánchez 2018)",
         scaling=_BOUNDED,
     ),
     "explicit": MethodInfo(
-        "dkrp.features.polynomial:ExplicitPolynomialProjection",
+        "ExplicitPolynomialProjection",
         "explicit φ(x) + random projection (reference; O(d^g) per row)",
         scaling=_BOUNDED,
     ),
     "rff": MethodInfo(
-        "dkrp.features.fourier:RandomFourierFeatures",
+        "RandomFourierFeatures",
         "random Fourier features, Gaussian or Laplacian kernel (Rahimi & Recht 2007)",
         scaling="--standardize (gamma then counts in standard deviations; or --gamma scale)",
     ),
     "nystroem": MethodInfo(
-        "dkrp.baselines.nystroem:Nystroem",
+        "Nystroem",
         "Nyström with uniformly sampled landmarks (Williams & Seeger 2001)",
         fit_pass="{n_components} landmark rows, drawn uniformly without replacement by the seed",
         scaling=_BY_KERNEL,
     ),
     "kg-rp": MethodInfo(
-        "dkrp.baselines.kulis_grauman:KulisGraumanRP",
+        "KulisGraumanRP",
         "Kulis–Grauman kernelized random projection with sampled landmarks",
         aliases={"n_hyperplanes": "n_landmarks"},
         fit_pass="{n_landmarks} landmark rows, drawn uniformly without replacement by the seed",
         scaling=_BY_KERNEL,
     ),
     "prp": MethodInfo(
-        "dkrp.features.independent:IndependentPolynomialProjection",
+        "IndependentPolynomialProjection",
         "P-RP-style projection with fresh hyperplanes per product term",
         scaling=_BOUNDED,
     ),
     "maclaurin": MethodInfo(
-        "dkrp.features.maclaurin:RandomMaclaurin",
+        "RandomMaclaurin",
         "Random Maclaurin features for dot-product kernels (Kar & Karnick 2012)",
         scaling=_BOUNDED,
     ),
     "tensorsketch": MethodInfo(
-        "dkrp.features.tensorsketch:TensorSketch",
+        "TensorSketch",
         "TensorSketch for polynomial kernels (Pham & Pagh 2013)",
         scaling=_BOUNDED,
     ),
     "srf": MethodInfo(
-        "dkrp.features.spherical:SphericalRandomFeatures",
+        "SphericalRandomFeatures",
         "Spherical Random Features, polynomial kernel on the unit sphere (Pennington 2015)",
         scaling="none needed: the map normalises each row to the unit sphere itself; --standardize "
                 "first when columns have different units",
     ),
     "spe": MethodInfo(
-        "dkrp.features.sign_product:SignProductEmbedding",
+        "SignProductEmbedding",
         "Sign Product Embedding: quadratic ROP sketches B(x) and 1-bit sign(B(x)) "
         "(Delogne & Jacques)",
         scaling=_BOUNDED,
     ),
     "pca": MethodInfo(
-        "dkrp.baselines.pca:PCAProjector",
+        "PCAProjector",
         "PCA (covariance eigendecomposition) for the PCA-then-kernel-SVM comparison",
         fit_pass="column sums and X^T X",
         scaling="--standardize when columns have different units (PCA of correlations)",

@@ -53,10 +53,47 @@ def test_checksum_mismatch_with_same_versions_blames_the_spec(X):
     with pytest.raises(SpecError, match="edited or corrupted") as info:
         dkrp.from_spec(edited)
     assert "Pin the same" not in str(info.value)
-    # another numpy version recorded: the message points at versions instead
-    other = _edited(edited, ("versions", "numpy"), "0.0.0")
+    # another numpy version recorded: the message points at versions instead (the
+    # checksum alone differs: params_checksum does not cover it)
+    other = _edited(_edited(spec, ("checksum",), "0" * 64), ("versions", "numpy"), "0.0.0")
     with pytest.raises(SpecError, match="Pin the same"):
         dkrp.from_spec(other)
+
+
+def test_an_edit_is_blamed_on_the_edit_whatever_wrote_the_spec(X):
+    """Issue 31 (6): an edited spec recorded with other versions read as "pin the same
+    versions", though its params_checksum says it was edited."""
+    spec = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=16,
+                                           random_state=3).fit(X).to_spec()
+    edited = _edited(_edited(spec, ("params", "n_hyperplanes"), 17), ("versions", "numpy"),
+                     "0.0.0")
+    with pytest.raises(SpecError, match="disagrees with itself.*params_checksum") as info:
+        dkrp.from_spec(edited)
+    assert "Pin the same" not in str(info.value)
+
+
+def _checksum_refused(spec, dkrp_version):
+    spec = _edited(_edited(spec, ("checksum",), "0" * 64), ("versions", "dkrp"), dkrp_version)
+    with pytest.raises(SpecError, match="does not match its checksum") as info:
+        dkrp.from_spec(spec)
+    return str(info.value)
+
+
+def test_a_spec_of_an_older_dkrp_is_not_blamed_on_the_version(X):
+    """Issue 31 (6): a dkrp rebuilds the specs of its earlier releases bit for bit (old
+    draws stay behind legacy_fitted_values), so once the version moves, a spec of an
+    older release that fails its checksum was edited or corrupted, not written by a dkrp
+    whose draws differ."""
+    spec = dkrp.PolynomialRandomProjection(n_components=8, n_hyperplanes=16,
+                                           random_state=3).fit(X).to_spec()
+    message = _checksum_refused(spec, "0.0.1")
+    assert "Pin the same" not in message
+    assert (f"with the same numpy ({np.__version__}) that wrote it and dkrp "
+            f"{dkrp.__version__}, which rebuilds the specs of dkrp 0.0.1 bit for bit: the "
+            "spec was edited or corrupted") in message
+    # a newer dkrp may draw what this one does not know, as an unreadable version may
+    for version in ("999.0", "nightly", None):
+        assert "Pin the same versions" in _checksum_refused(spec, version), version
 
 
 @pytest.mark.parametrize("path, value", [(("params",), {"no_such": 1}),
