@@ -311,8 +311,11 @@ def test_unpack_bits_refuses_wrong_input():
     bits = np.zeros((2, 2), dtype=np.uint8)
     with pytest.raises(ValueError, match="uint8"):
         unpack_bits(bits.astype(np.int64), 16)
-    with pytest.raises(ValueError, match="bytes per row"):
+    with pytest.raises(ValueError, match=r"^bits has 2 bytes per row, but 17 components take "
+                                         r"ceil\(17/8\) = 3\.$"):
         unpack_bits(bits, 17)
+    with pytest.raises(ValueError, match=r"^bits has 2 bytes per row, but 17"):
+        unpack_bits(np.zeros((5, 2), dtype=np.uint8), 17)  # the rows' width, not their count
     with pytest.raises(ValueError, match=r"^n_components must be >= 1, got 0\.$"):
         unpack_bits(bits, 0)
     # one received row, 1-D: its signs (the first byte's bits, then the second's high bit)
