@@ -11,9 +11,9 @@ cluster, ``--n-workers`` for an embedded one, ``--local`` for none)::
     python pipelines/experiments/ensemble_thesis.py --profile full --scheduler tls://scheduler:8786
     python pipelines/experiments/ensemble_thesis.py --profile quick --local --output /tmp/results
 
-writes OUTPUT/ensemble/ (OUTPUT/ensemble-quick/ for --profile quick; runs.csv, summary.md, PNG plots,
-experiment.json; an existing result needs --overwrite); data come from
-DKRP_DATA_DIR.
+writes OUTPUT/ensemble/ (OUTPUT/ensemble-quick/ for --profile quick; runs.csv,
+summary.md, PNG plots, experiment.json; an existing result needs --overwrite); data come
+from DKRP_DATA_DIR.
 """
 
 from __future__ import annotations
