@@ -24,6 +24,7 @@ __all__ = [
     "PartitionInputError",
     "ChunkError",
     "ClusterError",
+    "VoterError",
 ]
 
 
@@ -337,3 +338,32 @@ def _rebuild_chunk_error(message, store, array, chunk, problem):
 
 class ClusterError(RuntimeError):
     """The cluster cannot run the job: its workers are gone and none replaced them."""
+
+
+class VoterError(RuntimeError):
+    """Training one voter of an ensemble failed: its task raised, or killed its worker.
+
+    The original exception (e.g. ``OSError``, ``distributed.KilledWorker``) is the
+    ``__cause__``; the message names the voter (and its row block for the partition
+    strategy), the attempts, the original error and, when the finished voters were
+    kept (``fit(checkpoint=...)``, ``dkrp train``), that the same job resumes.
+
+    Attributes
+    ----------
+    voter : int
+        Index of the voter.
+    attempts : int
+        How many times the voter's task ran before giving up.
+    """
+
+    def __init__(self, message, *, voter, attempts):
+        super().__init__(message)
+        self.voter = int(voter)
+        self.attempts = int(attempts)
+
+    def __reduce__(self):  # picklable (it may cross process boundaries)
+        return (_rebuild_voter_error, (_message(self), self.voter, self.attempts))
+
+
+def _rebuild_voter_error(message, voter, attempts):
+    return VoterError(message, voter=voter, attempts=attempts)

@@ -18,11 +18,12 @@ import click
 
 
 def _user_errors():
-    from ..errors import ClusterError, SpecError
+    from ..errors import ClusterError, SpecError, VoterError
     from ..feature_store import FeatureStoreError
 
     return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
-            ImportError, NotADirectoryError, PermissionError, MemoryError, ClusterError)
+            ImportError, NotADirectoryError, PermissionError, MemoryError, ClusterError,
+            VoterError)
 
 
 #: Library parameters whose flag is neither named nor spelled as they are.

@@ -38,6 +38,10 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
               help="Ensemble seed; voter seeds derive from it.")
 @click.option("--overwrite", is_flag=True, help="Replace a model already in --out.")
 @_cluster_options
+@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Run a voter's task up to N more times when it raises (e.g. a transient I/O "
+                   "error). Workers that die are handled by Dask itself "
+                   "(distributed.scheduler.allowed-failures).")
 @click.option("--confirm-above", metavar="DURATION", default="30min", show_default=True,
               callback=parse_duration,
               help="Ask before a training estimated to take longer than DURATION (e.g. 90s, "
@@ -46,8 +50,8 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress bar (nor the estimated time before training starts).")
 def train(train_path, out, method, n_components, gamma, C, voters, strategy, voting, solver,
-          seed, overwrite, scheduler, scheduler_file, n_workers, memory_limit, confirm_above,
-          yes, quiet):
+          seed, overwrite, scheduler, scheduler_file, n_workers, memory_limit, retries,
+          confirm_above, yes, quiet):
     """Train an ensemble of random-feature linear SVMs on the dataset store TRAIN.zarr.
 
     Labels come from the store. Voter i's feature map and SVM are seeded from
@@ -58,6 +62,12 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
     and prints the estimated time; past --confirm-above it asks first. A bar
     counts the voters as they finish.
 
+    Each voter is kept as it finishes in .OUT.partial beside --out (its arrays in
+    .npz). When a voter fails, the others are finished first, and the same command
+    again trains only the missing ones (the model is the one an uninterrupted run
+    makes); a .OUT.partial of other options or data is refused. Once the model is
+    saved, .OUT.partial is removed.
+
     \b
     Examples:
       dkrp train mnist.zarr --out model --method rff --n-components 500 --voters 13
@@ -65,6 +75,7 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
       dkrp train mnist.zarr --out single --voters 1
     """
     from ..ensemble import RandomFeatureVotingClassifier, summary_lines
+    from ..ensemble.checkpoint import JOB, Checkpoint
     from ..ensemble.persistence import check_save_target
     from ..ensemble.training import time_one_voter
     from ..io import open_dataset
@@ -88,12 +99,23 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
             if cores is None:  # a running cluster: its cores are known now
                 _announce_training(model, timing, cluster_cores(client), confirm_above,
                                    yes, quiet)
-            model.fit(ds.X, ds.y, client=client, progress=not quiet)
+            partial = _partial_dir(Path(out))
+            if not quiet and (partial / JOB).exists():
+                click.echo(f"train: resuming the voters kept in {partial}", err=True)
+            model.fit(ds.X, ds.y, client=client, progress=not quiet, retries=retries,
+                      checkpoint=partial)
         path = model.save(out, overwrite=overwrite)
+        Checkpoint(partial, None).remove()
     for line in summary_lines(model):
         click.echo(line)
     click.echo(f"trained {voters} voter(s) on {ds.X.shape[0]} rows in {model.fit_seconds_:.1f} s: "
                f"{Path(path).absolute()}")
+
+
+def _partial_dir(out: Path) -> Path:
+    """Where ``dkrp train --out OUT`` keeps its finished voters: ``.OUT.partial`` beside."""
+    out = out.absolute()
+    return out.with_name(f".{out.name}.partial")
 
 
 def _announce_training(model, timing, cores, limit, yes, quiet):
@@ -132,8 +154,12 @@ def _announce_training(model, timing, cores, limit, yes, quiet):
               help="Write the predictions to this Zarr store (array y_pred).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out store.")
 @_cluster_options
+@click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Run a row block's task up to N more times when it raises (e.g. a transient I/O "
+                   "error). Workers that die are handled by Dask itself "
+                   "(distributed.scheduler.allowed-failures).")
 def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_workers,
-            memory_limit):
+            memory_limit, retries):
     """Predict TEST.zarr with the model in MODEL_DIR (lazy and parallel on the cluster).
 
     With labels in the store, prints the accuracy and macro-F1 of the ensemble
@@ -164,7 +190,7 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
         if out is not None:
             _check_predictions_out(Path(out), overwrite)
         with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
-            result = evaluate(model, ds.X, ds.y, client=client)
+            result = evaluate(model, ds.X, ds.y, client=client, retries=retries)
         if out is not None:
             _write_predictions(out, result["y_pred"], model_dir, test_path)
     for line in summary_lines(model, result):

@@ -70,7 +70,10 @@ Modules
     :mod:`~dkrp.ensemble.voters`
         one voter (seeds, linear model, training task) and the vote.
     :mod:`~dkrp.ensemble.training`
-        the ``"full"`` and ``"partition"`` strategies on a cluster.
+        the ``"full"`` and ``"partition"`` strategies on a cluster, retries, and the
+        :class:`~dkrp.errors.VoterError` of a voter that failed.
+    :mod:`~dkrp.ensemble.checkpoint`
+        each finished voter kept (``fit(checkpoint=...)``), so a rerun resumes.
     :mod:`~dkrp.ensemble.persistence`
         save/load without pickle (``dkrp.load`` reads a model directory).
     :mod:`~dkrp.ensemble.scoring`

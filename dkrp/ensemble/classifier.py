@@ -22,6 +22,7 @@ from .._random import resolve_seed
 from .._validation import check_choice, check_finite_rows, check_integer, is_dask_collection
 from .persistence import register_estimator, save_ensemble
 from .training import (
+    TrainingRun,
     _checked_block,
     _default_client,
     _progress_callback,
@@ -148,7 +149,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         return voters
 
     # -- fit -------------------------------------------------------------------------
-    def fit(self, X, y, *, client=None, progress=False):
+    def fit(self, X, y, *, client=None, progress=False, retries=0, checkpoint=None):
         """Train the voters (on ``client``, the default client, or in this process).
 
         Parameters
@@ -160,11 +161,29 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         progress : bool or callable, default=False
             ``True`` shows a bar of voters done / total; a callable is called as
             ``progress(done, total)`` after each voter.
+        retries : int, default=0
+            Run a voter's task up to ``retries`` more times when it raises (a transient
+            I/O error, say). Workers that die are handled by Dask itself
+            (``distributed.scheduler.allowed-failures``).
+        checkpoint : str or path-like, optional
+            A directory where each voter is kept as it finishes
+            (:mod:`dkrp.ensemble.checkpoint`; created). The same fit again trains only
+            the voters not kept there and gives the model an uninterrupted fit gives;
+            a checkpoint of another job (other parameters or data) is refused. When a
+            voter fails, the others are finished and kept first. Not removed: call
+            ``Checkpoint.remove`` (:mod:`dkrp.ensemble.checkpoint`) once the model is
+            saved.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        dkrp.errors.VoterError
+            A voter's task failed on its last attempt (or killed its workers).
         """
+        check_integer("retries", retries, minimum=0)
         self._check_params()
         t0 = time.perf_counter()
         dask_input = is_dask_collection(X)
@@ -185,22 +204,39 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         if self.strategy == "partition":
             n_rows = -(-n_rows // self.n_voters)
         voters = self._voters(self.seed_, template, n_rows)
+        kept, run = {}, TrainingRun(todo=list(range(self.n_voters)), retries=int(retries))
+        if checkpoint is not None:
+            store = self._checkpoint(checkpoint, template, X, y, classes)
+            kept = store.finished()
+            run = TrainingRun(todo=[i for i in run.todo if i not in kept], retries=run.retries,
+                              on_result=store.keep, kept=str(checkpoint), done=len(kept))
         if client is None:
             client = _default_client()
         report, bar = _progress_callback(progress, self.n_voters)
         try:
+            if run.done:
+                report(run.done, self.n_voters)
             if self.strategy == "full":
-                results = fit_full(X, y, voters, client, report, dask_input)
+                results = fit_full(X, y, voters, client, report, dask_input, run)
             else:
                 results, self.blockwise_ = fit_partition(
-                    X, y, voters, client, report, dask_input, voting=self.voting,
+                    X, y, voters, client, report, dask_input, run, voting=self.voting,
                     classes=self.classes)
         finally:
             if bar is not None:
                 bar.close()
-        self._set_voters(results, classes, template)
+        self._set_voters([*kept.values(), *results], classes, template)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _checkpoint(self, directory, template, X, y, classes):
+        from .checkpoint import Checkpoint, data_identity
+        from .persistence import _jsonable_params
+
+        job = {"params": _jsonable_params(self), "template": template.get_params(deep=False),
+               "template_class": type(template).__name__, "data": data_identity(X, y),
+               "classes": np.asarray(classes).tolist()}
+        return Checkpoint.open(directory, job)
 
     def _check_xy(self, X, y):
         from sklearn.utils import check_array, check_consistent_length, column_or_1d

@@ -12,12 +12,13 @@ from .._validation import is_dask_collection
 from .voters import hard_vote
 
 
-def evaluate(model, X, y=None, *, client=None):
+def evaluate(model, X, y=None, *, client=None, retries=0):
     """Predict ``X`` once and score the ensemble and each voter (the CLI's summary table).
 
     The voters' labels are computed in one pass (lazy and parallel for dask ``X``,
     on ``client`` when given); the hard vote is taken from them, the soft vote
-    needs the decision functions as well.
+    needs the decision functions as well. ``retries``: extra attempts of a row block's
+    task that raises, on ``client`` (``Client.compute(retries=)``).
 
     Returns
     -------
@@ -38,7 +39,7 @@ def evaluate(model, X, y=None, *, client=None):
         parts.append(y)
     if any(is_dask_collection(p) for p in parts):
         if client is not None:
-            parts = client.gather(client.compute(parts))
+            parts = client.gather(client.compute(parts, retries=retries))
         else:
             import dask
 

@@ -5,15 +5,25 @@
 ``BlockwiseVotingClassifier``, subclassed so every block gets its own seeds. Both
 run on a ``distributed.Client`` when given (or the default client), in this process
 otherwise; this module also owns the progress callback, the gathering of voter
-futures (cancelled on failure) and the finite-rows check of dask input.
+futures (each result handed on as it arrives; on a voter's final failure the others
+are cancelled, or waited for when the finished voters are kept), the retries of a
+voter's task, the :class:`~dkrp.errors.VoterError` naming a failed voter, and the
+finite-rows check of dask input.
 See :mod:`dkrp.ensemble` for the data movement of each strategy.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
 from .._validation import check_finite_rows
-from ..errors import Message, Param
+from ..errors import Message, Param, PartitionInputError, VoterError
 from .voters import _train_voter
+
+logger = logging.getLogger(__name__)
 
 
 def _blockwise_class():
@@ -26,9 +36,11 @@ def _blockwise_class():
         row block; ``fit`` returns the futures (or results) of :func:`_train_voter`.
         """
 
-        def __init__(self, estimator=None, voting="hard", classes=None, voters=None):
+        def __init__(self, estimator=None, voting="hard", classes=None, voters=None,
+                     retries=0):
             super().__init__(estimator, voting=voting, classes=classes)
             self.voters = voters
+            self.retries = retries
 
         def fit_tasks(self, X, y):
             import dask
@@ -47,9 +59,10 @@ def _blockwise_class():
                     f"of row blocks ({len(Xs)}), or rechunk X (and y) to {len(self.voters)} "
                     "row blocks.")
             offsets = row_offsets(X.chunks[0])
-            train = dask.delayed(_train_voter, pure=True)
+            train = dask.delayed(_train_voter_retrying, pure=True)
             return [
                 train(Xb, yb, proj, model, i, partition=i, row_offset=offsets[i],
+                      retries=self.retries,
                       dask_key_name=f"dkrp-voter-{dask.base.tokenize(Xb.key, i)}")
                 for i, (Xb, yb, (proj, model)) in enumerate(zip(Xs, ys, self.voters, strict=True))
             ]
@@ -84,22 +97,50 @@ def _progress_callback(progress, total):
     return update, bar
 
 
-def fit_full(X, y, voters, client, report, dask_input):
+@dataclass
+class TrainingRun:
+    """What one ``fit`` trains and what it does with each voter it finishes.
+
+    Attributes
+    ----------
+    todo : list of int
+        The voters to train (those an earlier run kept are not).
+    retries : int
+        Extra attempts of a voter's task that raises (``Client.compute(retries=)`` on a
+        cluster, a loop in the task here).
+    on_result : callable
+        Called with each voter's result as it arrives (in this process): keeps it.
+    kept : str or None
+        Where the finished voters are kept (named when a voter fails); None: nowhere,
+        so the first failure cancels the other voters.
+    done : int
+        Voters an earlier run finished (the progress starts there).
+    """
+
+    todo: list
+    retries: int = 0
+    on_result: Callable = field(default=lambda result: None)
+    kept: str | None = None
+    done: int = 0
+
+
+def fit_full(X, y, voters, client, report, dask_input, run):
     """Strategy ``"full"``: every voter trains on all rows, one task each.
 
     ``X`` reaches each worker once (scattered with ``broadcast=True``, or assembled on
     a worker from its graph); without a client the voters train here in turn.
-    Returns the :func:`_train_voter` results.
+    Returns the :func:`_train_voter` results of the voters of ``run.todo``.
     """
     total = len(voters)
+    if not run.todo:
+        return []
     if client is None:
         if dask_input:
             X, y = X.compute(), y.compute()
-        results = []
-        for i, (projector, model) in enumerate(voters):
-            results.append(_train_voter(X, y, projector, model, i))
-            report(len(results), total)
-        return results
+        with ThreadPoolExecutor(1) as pool:  # in turn: each voter uses every core
+            futures = {pool.submit(_train_voter_retrying, X, y, *voters[i], i,
+                                   retries=run.retries): i for i in run.todo}
+            return _collect_local(futures, run, report, total, lambda i: None)
     if dask_input:
         # assembled on a worker from the graph: a lost copy is recomputed
         Xf, yf = client.compute([X, y])
@@ -107,22 +148,27 @@ def fit_full(X, y, voters, client, report, dask_input):
         Xf = client.scatter(X, broadcast=True, hash=False)
         yf = client.scatter(y, broadcast=True, hash=False)
     token = _spec_token(voters, X.shape)
-    futures = [
-        client.submit(_train_voter, Xf, yf, projector, model, i,
-                      key=f"dkrp-voter-{token}-{i}", pure=False)
-        for i, (projector, model) in enumerate(voters)
-    ]
-    return _gather(futures, client, report, total)
+    futures = {
+        client.submit(_train_voter, Xf, yf, *voters[i], i, key=f"dkrp-voter-{token}-{i}",
+                      pure=False, retries=run.retries): i
+        for i in run.todo
+    }
+    return _gather(futures, client, run, report, total, lambda i: None)
 
 
-def fit_partition(X, y, voters, client, report, dask_input, *, voting, classes):
+def fit_partition(X, y, voters, client, report, dask_input, run, *, voting, classes):
     """Strategy ``"partition"``: voter ``i`` trains on row block ``i``, where it lives.
 
     Through dask-ml's blockwise voter (:func:`_blockwise_class`). Returns the
-    :func:`_train_voter` results and the blockwise estimator.
+    :func:`_train_voter` results of the voters of ``run.todo`` and the blockwise
+    estimator.
     """
+    import os
+
     import dask
     import dask.array as da
+
+    from .._blockwise import row_offsets
 
     total = n_voters = len(voters)
     if not dask_input:
@@ -130,13 +176,23 @@ def fit_partition(X, y, voters, client, report, dask_input, *, voting, classes):
         _check_partition_classes(y, sizes)
         X = da.from_array(X, chunks=(sizes, -1), asarray=False)
         y = da.from_array(y, chunks=(sizes,))
-    blockwise = _blockwise_class()(voting=voting, classes=classes, voters=voters)
+    blockwise = _blockwise_class()(voting=voting, classes=classes, voters=voters,
+                                   retries=0 if client is not None else run.retries)
     tasks = blockwise.fit_tasks(X, y)
+    offsets = row_offsets(X.chunks[0])
+
+    def where(i):
+        return f"partition {i}, rows {offsets[i]}..{offsets[i] + X.chunks[0][i] - 1}"
+
     if client is None:
-        results = list(dask.compute(*tasks))
-        report(total, total)
-        return results, blockwise
-    return _gather(client.compute(tasks), client, report, total), blockwise
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            futures = {pool.submit(dask.compute, tasks[i], scheduler="sync"): i
+                       for i in run.todo}
+            return _collect_local(futures, run, report, total, where,
+                                  unpack=lambda r: r[0]), blockwise
+    futures = dict(zip(client.compute([tasks[i] for i in run.todo], retries=run.retries),
+                       run.todo, strict=True))
+    return _gather(futures, client, run, report, total, where), blockwise
 
 
 def partition_sizes(n_rows: int, n_voters: int) -> tuple:
@@ -186,19 +242,119 @@ def _spec_token(voters, shape):
                     shape)
 
 
-def _gather(futures, client, report, total):
+def _gather(futures, client, run, report, total, where):
+    """The results of the voters' distributed ``futures`` (future -> voter index)."""
     from distributed import as_completed
 
-    results = []
-    try:
-        for future in as_completed(futures, loop=client.loop):
-            results.append(future.result())
-            report(len(results), total)
-    except BaseException:
+    from ..feature_store.tasks import _attempts
+
+    def cancel():
+        client.cancel(list(futures))
+
+    # loop=: the client need not be the default one
+    return _collect(as_completed(list(futures), loop=client.loop), futures, run, report,
+                    total, where, cancel, lambda exc: _attempts(exc, run.retries, client),
+                    release=lambda future: future.release())
+
+
+def _collect_local(futures, run, report, total, where, unpack=lambda r: r):
+    """The results of the voters' ``concurrent.futures`` (future -> voter index)."""
+    from concurrent.futures import as_completed
+
+    def cancel():
         for future in futures:
             future.cancel()
+
+    return _collect(as_completed(list(futures)), futures, run, report, total, where, cancel,
+                    lambda exc: run.retries + 1, unpack)
+
+
+def _collect(completed, futures, run, report, total, where, cancel, attempts,
+             unpack=lambda r: r, release=lambda future: None):
+    """Each result as it arrives: kept (``run.on_result``) and counted.
+
+    A voter's final failure is raised as a :class:`VoterError` (bad input as it is).
+    Where finished voters are kept (``run.kept``), the other voters are waited for
+    first, so that a rerun has as few to train as can be; otherwise they are cancelled.
+    """
+    results, failed = [], None
+    try:
+        for future in completed:
+            i = futures[future]
+            try:
+                result = unpack(future.result())
+                # here now: released, a worker's death does not make the cluster train it again
+                release(future)
+            except Exception as exc:  # noqa: BLE001 - re-raised, naming the voter
+                if _bad_input(exc):
+                    raise
+                if run.kept is None:
+                    raise _voter_failure(exc, i, attempts(exc), where(i), run, None) from exc
+                if failed is None:
+                    failed = (exc, i, attempts(exc))
+                continue
+            run.on_result(result)
+            results.append(result)
+            report(run.done + len(results), total)
+    except BaseException:
+        cancel()
         raise
+    if failed is not None:
+        exc, i, n = failed
+        raise _voter_failure(exc, i, n, where(i), run, run.done + len(results)) from exc
     return results
+
+
+def _bad_input(exc) -> bool:
+    """Whether ``exc`` says already what is wrong with the input (retrying cannot help):
+    a partition's NaN or shape, or a :class:`Message` of :func:`_train_voter`."""
+    return isinstance(exc, PartitionInputError) or (
+        isinstance(exc, ValueError) and len(exc.args) == 1 and isinstance(exc.args[0], Message))
+
+
+def _train_voter_retrying(X, y, projector, model, index, partition=None, row_offset=0,
+                          retries=0):
+    """:func:`_train_voter` with ``retries`` in-task retries (dask's local scheduler has
+    none of its own); bad input (:func:`_bad_input`) is not retried."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _train_voter(X, y, projector, model, index, partition=partition,
+                                row_offset=row_offset)
+        except Exception as exc:
+            if _bad_input(exc) or attempt > retries:
+                raise
+            logger.warning("voter %d failed (attempt %d of %d), retrying: %r", index,
+                           attempt, retries + 1, exc)
+
+
+def _voter_failure(exc, index, attempts, where, run, n_kept):
+    """The :class:`VoterError` of voter ``index``'s final failure ``exc``.
+
+    ``n_kept``: the voters kept in ``run.kept`` (None: nothing is kept).
+    """
+    from distributed.scheduler import KilledWorker
+
+    who = f"Voter {index}" + (f" ({where})" if where else "")
+    killed = isinstance(exc, KilledWorker)
+    if killed:
+        what = (f"{who} killed its worker {attempts} times (each worker running it died; "
+                "distributed.scheduler.allowed-failures)")
+    else:
+        what = (f"{who} failed after {attempts} {'attempt' if attempts == 1 else 'attempts'}"
+                f": {type(exc).__name__}: {exc}")
+    hint = Message(" (or pass {} if the error is transient)", Param("retries", metavar="N")) \
+        if attempts == 1 and not killed else ""
+    if n_kept is None:
+        message = Message("{}{}.", what, hint)
+    else:
+        again = Message("{} again", Param("checkpoint", run.kept),
+                        cli="run the same command again", python=(
+                            f"fit again with checkpoint={run.kept!r}"))
+        message = Message("{}; {} finished voter(s) are kept in {}: fix the cause and {} to "
+                          "train the missing ones{}.", what, n_kept, run.kept, again, hint)
+    return VoterError(message, voter=index, attempts=attempts)
 
 
 def time_one_voter(model, X, y, *, max_rows=1000) -> dict | None:

@@ -1,0 +1,275 @@
+"""Training that survives failures: retries of a voter's task, a one-line error naming
+the voter that failed, and resuming from the voters kept as they finished (issue 35).
+
+Every failure here is real: a :class:`dkrp.testing.faulty.FaultyProjection` that raises
+on one row block, or a corrupt chunk of a dataset store; the clusters run in this
+process (``processes=False``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import dkrp
+from dkrp.cli import main
+from dkrp.ensemble import RandomFeatureVotingClassifier
+from dkrp.errors import VoterError
+from dkrp.io import ingest
+from dkrp.parallel import start_local_cluster
+from dkrp.testing.faulty import FaultyProjection, fault_pids
+
+
+def _data(n=80, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int)
+
+
+def _faulty(X, row, state_dir, times=1):
+    """A map that raises OSError on the row block starting at ``row`` (``times`` times)."""
+    return FaultyProjection(n_components=20, trigger=float(X[row, 0]), times=times,
+                            state_dir=str(state_dir))
+
+
+def _model(projector, **params):
+    params = {"strategy": "partition", **params}
+    return RandomFeatureVotingClassifier(n_voters=4, method=projector, n_components=None,
+                                         random_state=3, **params)
+
+
+def _arrays(model):
+    return [(p[-1].coef_, np.atleast_1d(p[-1].intercept_)) for p in model.estimators_]
+
+
+def _same_voters(a, b):
+    assert len(a.estimators_) == len(b.estimators_)
+    for (ca, ia), (cb, ib) in zip(_arrays(a), _arrays(b), strict=True):
+        assert ca.tobytes() == cb.tobytes() and ia.tobytes() == ib.tobytes()
+    assert [p[0].to_spec() for p in a.estimators_] == [p[0].to_spec() for p in b.estimators_]
+
+
+@pytest.fixture(scope="module")
+def cluster_address():
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster:
+        yield cluster.scheduler_address
+
+
+# --- retries ---------------------------------------------------------------------------------
+
+
+def test_a_voter_that_fails_once_is_retried_in_this_process(tmp_path):
+    X, y = _data()
+    model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, retries=1)
+    assert len(fault_pids(tmp_path / "state")) == 1  # it did fail, once
+    _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
+
+
+def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_address):
+    from distributed import Client
+
+    X, y = _data()
+    with Client(cluster_address) as in_process:
+        model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, client=in_process,
+                                                                  retries=1)
+    assert len(fault_pids(tmp_path / "state")) == 1
+    _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
+
+
+# --- the final failure, in one line ----------------------------------------------------------
+
+
+def test_a_voters_final_failure_names_the_voter_its_attempts_and_cause(tmp_path):
+    X, y = _data()
+    with pytest.raises(VoterError) as info:
+        _model(_faulty(X, 40, tmp_path / "state", times=0)).fit(X, y, retries=1)
+    assert str(info.value) == (
+        "Voter 2 (partition 2, rows 40..59) failed after 2 attempts: OSError: [Errno 5] "
+        "Input/output error (injected by dkrp.testing.faulty).")
+    assert (info.value.voter, info.value.attempts) == (2, 2)
+    assert isinstance(info.value.__cause__, OSError)
+    assert len(fault_pids(tmp_path / "state")) == 2
+
+
+def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
+    from distributed import Client
+
+    X, y = _data()
+    with Client(cluster_address) as in_process, pytest.raises(VoterError) as info:
+        _model(_faulty(X, 20, tmp_path / "state", times=0)).fit(X, y, client=in_process)
+    assert str(info.value) == (
+        "Voter 1 (partition 1, rows 20..39) failed after 1 attempt: OSError: [Errno 5] "
+        "Input/output error (injected by dkrp.testing.faulty) (or pass retries=N if the "
+        "error is transient).")
+
+
+# --- resuming --------------------------------------------------------------------------------
+
+
+def test_a_rerun_trains_only_the_missing_voters_and_gives_the_uninterrupted_model(tmp_path):
+    X, y = _data()
+    state, kept = tmp_path / "state", tmp_path / "kept"
+    with pytest.raises(VoterError) as info:
+        _model(_faulty(X, 40, state)).fit(X, y, checkpoint=kept)
+    assert str(info.value) == (
+        "Voter 2 (partition 2, rows 40..59) failed after 1 attempt: OSError: [Errno 5] "
+        "Input/output error (injected by dkrp.testing.faulty); 3 finished voter(s) are kept "
+        f"in {kept}: fix the cause and fit again with checkpoint='{kept}' to train the "
+        "missing ones (or pass retries=N if the error is transient).")
+    # the other voters finished, and each was written as it finished (.npz, no pickle)
+    names = sorted(p.name for p in kept.iterdir())
+    assert names == ["job.json", "voter-0.json", "voter-0.npz", "voter-1.json",
+                     "voter-1.npz", "voter-3.json", "voter-3.npz"]
+    with np.load(kept / "voter-0.npz", allow_pickle=False) as npz:
+        assert sorted(npz.files) == ["classes", "coef", "intercept"]
+    stamps = {p.name: p.stat().st_mtime_ns for p in kept.iterdir()}
+    done = []
+    model = _model(_faulty(X, 40, state)).fit(X, y, checkpoint=kept,
+                                              progress=lambda n, total: done.append(n))
+    assert done == [3, 4]  # three kept, one trained
+    assert {p.name: p.stat().st_mtime_ns for p in kept.iterdir() if p.name in stamps} == stamps
+    assert (kept / "voter-2.json").is_file()
+    # an uninterrupted fit (the fault is used up) gives the same voters, bit for bit; and
+    # so do the saved models' arrays
+    whole = _model(_faulty(X, 40, state)).fit(X, y)
+    _same_voters(model, whole)
+    for m, name in ((model, "resumed"), (whole, "whole")):
+        m.save(tmp_path / name)
+    with np.load(tmp_path / "resumed" / "voters.npz") as a, \
+            np.load(tmp_path / "whole" / "voters.npz") as b:
+        assert a.files == b.files
+        assert all(a[k].tobytes() == b[k].tobytes() and a[k].dtype == b[k].dtype
+                   for k in a.files)
+    assert np.array_equal(dkrp.load(tmp_path / "resumed").predict(X), whole.predict(X))
+
+
+def test_a_checkpoint_of_another_job_is_refused_naming_what_differs(tmp_path):
+    X, y = _data()
+    kept = tmp_path / "kept"
+    with pytest.raises(VoterError):
+        _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, checkpoint=kept)
+    before = sorted(p.name for p in kept.iterdir())
+    with pytest.raises(ValueError, match=r"holds the finished voters of another training job "
+                                         r"\(C 1\.0 in the checkpoint, 2\.0 now\)"):
+        _model(_faulty(X, 40, tmp_path / "state"), C=2.0).fit(X, y, checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(data sha256 '"):
+        _model(_faulty(X, 40, tmp_path / "state")).fit(X * 2, y, checkpoint=kept)
+    assert sorted(p.name for p in kept.iterdir()) == before
+
+
+def test_a_directory_of_other_files_is_not_taken_for_a_checkpoint(tmp_path):
+    X, y = _data()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("a user's file")
+    with pytest.raises(FileExistsError, match="not a training checkpoint dkrp made"):
+        _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, checkpoint=theirs)
+    assert [p.name for p in theirs.iterdir()] == ["notes.txt"]
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def _store(tmp_path, X, y, name="train"):
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])]).assign(label=y)
+    frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    ingest(tmp_path / f"{name}.csv", tmp_path / f"{name}.zarr", label_column="label",
+           chunk_rows=20)
+    return tmp_path / f"{name}.zarr"
+
+
+def test_train_resumes_after_a_voter_failed_and_ends_with_the_uninterrupted_model(
+        tmp_path, cluster_address):
+    X, y = _data()
+    store = _store(tmp_path, X, y)
+    chunk = store / "X" / "c" / "2" / "0"  # the rows of voter 2
+    good = chunk.read_bytes()
+    chunk.write_bytes(good[:-3] + b"xyz")  # a damaged chunk: reading it fails
+    out = tmp_path / "model"
+    train = ["train", str(store), "--out", str(out), "--voters", "4", "--strategy",
+             "partition", "--n-components", "30", "--gamma", "0.5", "--seed", "5",
+             "--scheduler", cluster_address, "--quiet", "--yes"]
+    r = CliRunner().invoke(main, train)
+    assert r.exit_code == 1, r.output
+    partial = tmp_path / ".model.partial"
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "Error: Voter 2 (partition 2, rows 40..59) failed after 1 attempt: ChunkError: ")
+    assert lines[0].endswith(
+        f"; 3 finished voter(s) are kept in {partial}: fix the cause and run the same "
+        "command again to train the missing ones (or pass --retries N if the error is "
+        "transient).")
+    assert "KilledWorker" not in r.output and "Traceback" not in r.output
+    assert not out.exists()
+    assert sorted(p.name for p in partial.glob("voter-*.json")) == [
+        "voter-0.json", "voter-1.json", "voter-3.json"]
+    # other options: refused, naming the difference; the kept voters are untouched
+    r = CliRunner().invoke(main, [*train[:-4], "--seed", "6", *train[-4:]])
+    assert r.exit_code == 1 and "random_state 5 in the checkpoint, 6 now" in r.output
+    chunk.write_bytes(good)
+    r = CliRunner().invoke(main, train)
+    assert r.exit_code == 0, r.output
+    assert not partial.exists()
+    r = CliRunner().invoke(main, [*train[:3], str(tmp_path / "whole"), *train[4:]])
+    assert r.exit_code == 0, r.output
+    resumed, whole = dkrp.load(out), dkrp.load(tmp_path / "whole")
+    _same_voters(resumed, whole)
+    a, b = (json.loads((d / "dkrp.json").read_text()) for d in (out, tmp_path / "whole"))
+    assert [v["projector"] for v in a["voters"]] == [v["projector"] for v in b["voters"]]
+    assert a["params"] == b["params"]
+
+
+def test_predict_retries_a_row_blocks_task(tmp_path, cluster_address):
+    # a model whose voters' map raises once on the test rows' second block
+    X, y = _data()
+    Xt, yt = _data(seed=1)
+    state = tmp_path / "state"
+    model = _model(_faulty(Xt, 20, state), strategy="full").fit(X, y)
+    model.save(tmp_path / "model")
+    test = _store(tmp_path, Xt, yt, name="test")
+    predict = ["predict", str(tmp_path / "model"), str(test), "--scheduler", cluster_address]
+    r = CliRunner().invoke(main, predict)
+    assert r.exit_code == 1 and "Input/output error" in r.output
+    (state / "fault-0").unlink()  # the fault again, once
+    r = CliRunner().invoke(main, [*predict, "--retries", "1"])
+    assert r.exit_code == 0, r.output
+    assert f"accuracy {float((model.predict(Xt) == yt).mean()):.4f}" in r.output
+    assert len(fault_pids(state)) == 1
+
+
+def test_train_and_predict_say_retries():
+    for command in ("train", "predict"):
+        r = CliRunner().invoke(main, [command, "--help"])
+        assert "--retries INTEGER" in r.output, r.output
+
+
+# --- a voter that kills its workers (worker processes: the full suite) ----------------------
+
+
+def test_a_voter_that_kills_its_workers_is_named_without_the_raw_killed_worker(tmp_path):
+    from distributed import Client
+    from distributed.scheduler import KilledWorker
+
+    X, y = _data()
+    state, kept = tmp_path / "state", tmp_path / "kept"
+    with start_local_cluster(n_workers=2, threads_per_worker=1,
+                             preload=["dkrp.testing.faulty"],
+                             scheduler_kwargs={"allowed_failures": 1}) as cluster, \
+            Client(cluster, set_as_default=False) as in_process, \
+            pytest.raises(VoterError) as info:
+        _model(FaultyProjection(n_components=20, fault="exit", trigger=float(X[40, 0]),
+                                times=0, state_dir=str(state))).fit(
+            X, y, client=in_process, checkpoint=kept)
+    message = str(info.value)
+    assert message.startswith(
+        "Voter 2 (partition 2, rows 40..59) killed its worker 2 times (each worker running it "
+        "died; distributed.scheduler.allowed-failures); "), message
+    assert message.endswith(f"finished voter(s) are kept in {kept}: fix the cause and fit "
+                            f"again with checkpoint='{kept}' to train the missing ones.")
+    assert "Attempted to run task" not in message
+    assert isinstance(info.value.__cause__, KilledWorker)
+    assert (info.value.voter, info.value.attempts) == (2, 2) and len(fault_pids(state)) == 2
+    assert (kept / "job.json").is_file() and not (kept / "voter-2.json").exists()
