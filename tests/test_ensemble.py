@@ -543,7 +543,7 @@ def test_cli_train_predict_end_to_end(digits, client, tmp_path):
     np.save(tmp_path / "narrow.npy", Xte[:, :63])
     ingest(tmp_path / "narrow.npy", tmp_path / "narrow.zarr")
     r = run(main, ["predict", str(model_dir), str(tmp_path / "narrow.zarr"),
-                   "--scheduler", address])
+                   "--out", str(tmp_path / "narrow-pred.zarr"), "--scheduler", address])
     assert r.exit_code != 0
     assert "X has 63 features, but RandomFeatureVotingClassifier is expecting 64" in r.output
     assert "Traceback" not in r.output

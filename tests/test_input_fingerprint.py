@@ -381,3 +381,29 @@ def test_a_store_with_an_earlier_fingerprint_resumes_from_its_input_or_a_copy(tm
     _legacy_fingerprint(other)
     with pytest.raises(FeatureStoreMismatchError, match="input source_sha256"):
         featurize_to_store(tmp_path / "copy.npy", other, _krp(), progress=False)
+
+
+def test_a_run_interrupted_before_its_edge_rows_arrived_still_resumes(tmp_path):
+    # Ctrl-C (KeyboardInterrupt in the client) right after the first chunk's result came
+    # back: at most one edge chunk's rows are in, so the fingerprint was still pending
+    # and the next run threw the finished chunks away (seen in CI: 6 done, then "40
+    # chunks written, 0 already done"). The interrupted run records it on the way out.
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    X = da.from_array(np.random.default_rng(6).standard_normal((800, 12)), chunks=(100, 12))
+    out = tmp_path / "f.zarr"
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as inproc:
+        with pytest.raises(KeyboardInterrupt):
+            write_features(X, _krp(), out, client=inproc, progress=interrupt)
+        assert _attrs(out)["input"] == input_fingerprint(X)
+        finished = int(np.asarray(zarr.open_array(str(out / "done"), mode="r")[:]).sum())
+        summary = write_features(X, _krp(), out, client=inproc, progress=False)
+    assert finished >= 1 and summary["chunks_skipped"] == finished
+    assert np.array_equal(open_features(out).Z.compute(), _krp().transform(X.compute()))

@@ -33,9 +33,14 @@ def test_every_release_has_a_changelog_section_and_unreleased_leads():
     assert dkrp.__version__ in releases or dkrp.__version__.startswith("0+")
 
 
-def test_a_source_tree_never_installed_says_so():
+def test_a_source_tree_never_installed_says_so(tmp_path):
     # `python -S -E`: no site-packages nor PYTHONPATH, so no installed dkrp metadata; dkrp
-    # from the tree (the working directory)
+    # from a copy of the package alone (the checkout may hold a dkrp.egg-info that
+    # `pip install .` left, which is metadata too)
+    import shutil
+
+    shutil.copytree(ROOT / "dkrp", tmp_path / "dkrp",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     out = subprocess.run([sys.executable, "-S", "-E", "-c", "import dkrp; print(dkrp.__version__)"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=60, check=True)
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60, check=True)
     assert out.stdout.strip() == "0+unknown"

@@ -245,9 +245,11 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
         _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
                    retries, store=plan.get("store"),
                    on_edge_rows=edge_rows_read if edges_later else None)
-    except Exception:
+    except BaseException:
         if edges_later and fingerprint_pending(attrs):
-            # a failed run keeps its finished chunks for the next one (not so a killed one)
+            # a failed or interrupted (Ctrl-C) run keeps its finished chunks for the next
+            # one (not so a killed one): the edge chunks' results may not have reached
+            # this loop yet, so the rows are read here
             try:
                 record_edge_rows(read_edge_rows_sha256(X))
             except Exception:  # noqa: BLE001 - the run's own error is the one to raise
