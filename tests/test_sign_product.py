@@ -571,3 +571,35 @@ def test_bit_features_are_in_the_asked_dtype():
     assert out.dtype == np.float32
     scale = np.float32(math.pi / (2 * math.sqrt(3)))
     np.testing.assert_allclose(out, scale * np.array([[1, -1, 1]]))
+
+
+def test_float32_and_float64_transforms_do_not_share_hyperplanes():
+    # the factor matrix is cached per dtype: a float64 transform after a float32 one must
+    # use the float64 hyperplanes, bit for bit those of a fresh estimator
+    X = np.random.default_rng(8).standard_normal((20, 7))
+    est = dkrp.SignProductEmbedding(n_components=32, random_state=5).fit(X)
+    fresh = dkrp.SignProductEmbedding(n_components=32, random_state=5).fit(X)
+    est.transform(X.astype(np.float32))
+    assert np.array_equal(est.transform(X), fresh.transform(X))
+    assert est.transform(X.astype(np.float32)).dtype == np.float32
+
+
+def test_float32_rows_are_sketched_in_float32_arithmetic():
+    # float32 input is computed in float32 all the way (sgemm: half the memory traffic),
+    # not in float64 and rounded at the end; with 50 features the float32 sums round
+    # differently from the rounded float64 ones in some of the 1,280 entries
+    X = np.random.default_rng(10).standard_normal((20, 50)).astype(np.float32)
+    est = dkrp.SignProductEmbedding(n_components=64, random_state=6).fit(X)
+    via_float64 = est.transform(X.astype(np.float64)).astype(np.float32)
+    ours = est.transform(X)
+    assert ours.dtype == np.float32 and not np.array_equal(ours, via_float64)
+    np.testing.assert_allclose(ours, via_float64, rtol=1e-3, atol=1e-3)
+
+
+def test_pack_signs_of_one_row():
+    from dkrp.features.sign_product import pack_signs
+
+    B = np.random.default_rng(9).standard_normal((3, 13))
+    assert np.array_equal(pack_signs(B[1]), pack_signs(B)[1])
+    with pytest.raises(ValueError, match=r"^n_components must be >= 1, got 0\.$"):
+        dkrp.SignProductEmbedding(n_components=0).fit(B)
