@@ -164,7 +164,7 @@ def _map_block(block, spec_text, dtype, offsets, output="features", block_info=N
 # -- client side ---------------------------------------------------------------------
 
 
-def _output_dtype(X, dtype):
+def output_dtype(X, dtype):
     if dtype is not None:
         dtype = np.dtype(dtype)
         if dtype not in FLOAT_DTYPES:
@@ -212,7 +212,7 @@ def prepare_input(X, projector, *, dtype=None):
         )
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
-    return X, _output_dtype(X, dtype)
+    return X, output_dtype(X, dtype)
 
 
 def row_offsets(chunks) -> tuple:

@@ -270,7 +270,7 @@ def _raw_with_checksum(array, block) -> bool:
             and block.flags.c_contiguous)
 
 
-def _all_chunks(array):
+def chunk_indices(array):
     if any(s == 0 for s in array.shape):
         return []
     return [tuple(int(i) for i in c) for c in np.ndindex(*chunk_grid(array))]
@@ -284,7 +284,7 @@ def missing_chunks(array_dir, array) -> list[tuple[int, ...]]:
         rel = Path(root).relative_to(array_dir)
         for name in files:
             present.add((rel / name).as_posix())
-    return [c for c in _all_chunks(array) if chunk_key(array, c) not in present]
+    return [c for c in chunk_indices(array) if chunk_key(array, c) not in present]
 
 
 def _describe_failure(exc) -> str:
@@ -463,7 +463,7 @@ def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
                 "with {}).", store, name, name, type(exc).__name__, exc,
                 Param("overwrite", True))
             ) from exc
-        all_chunks = _all_chunks(array)
+        all_chunks = chunk_indices(array)
         arrays[name] = {"chunks": len(all_chunks), "checksums": has_checksums(array)}
         missing = set(missing_chunks(array_dir, array))
         for coords in sorted(missing):

@@ -62,7 +62,7 @@ def _set_blas_threads(lib, n: int) -> None:
 
 
 @contextlib.contextmanager
-def _blas_one_thread():
+def blas_one_thread():
     """Limit BLAS to one thread while any thread of the process is inside this context.
 
     BLAS's thread count is global to the process, so the limit is counted: the first
@@ -137,7 +137,7 @@ def run_row_blocks(n_rows: int, block_rows: int, work) -> None:
     """
     blocks = [(s, min(n_rows, s + block_rows)) for s in range(0, n_rows, block_rows)]
     n = min(num_threads(), len(blocks))
-    with _blas_one_thread():
+    with blas_one_thread():
         if n <= 1:
             for start, stop in blocks:
                 work(start, stop)

@@ -206,7 +206,7 @@ def _rebuild_message(template, parts, cli, python, sep):
     return Message(template, *parts, cli=cli, python=python, _sep=sep)
 
 
-def _message(exc) -> object:
+def render_message(exc) -> object:
     """The message an exception was made with: a :class:`Message` stays one."""
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Message) else str(exc)
 
@@ -238,7 +238,7 @@ class FeatureStoreMismatchError(FeatureStoreError, ValueError):
         self.problems = tuple(p if isinstance(p, Message) else str(p) for p in problems)
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
-        return (_rebuild_mismatch_error, (_message(self), self.problems))
+        return (_rebuild_mismatch_error, (render_message(self), self.problems))
 
 
 def _rebuild_mismatch_error(message, problems):
@@ -262,7 +262,7 @@ class PartitionInputError(ValueError):
         self.partition = None if partition is None else int(partition)
 
     def __reduce__(self):
-        return (_rebuild_partition_input_error, (_message(self), self.partition))
+        return (_rebuild_partition_input_error, (render_message(self), self.partition))
 
 
 def _rebuild_partition_input_error(message, partition):
@@ -295,7 +295,7 @@ class PartitionError(FeatureStoreError):
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
         return (_rebuild_partition_error,
-                (_message(self), self.partition, self.rows, self.attempts))
+                (render_message(self), self.partition, self.rows, self.attempts))
 
 
 def _rebuild_partition_error(message, partition, rows, attempts):
@@ -329,7 +329,7 @@ class ChunkError(StoreError, ValueError):
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
         return (_rebuild_chunk_error,
-                (_message(self), self.store, self.array, self.chunk, self.problem))
+                (render_message(self), self.store, self.array, self.chunk, self.problem))
 
 
 def _rebuild_chunk_error(message, store, array, chunk, problem):
@@ -362,7 +362,7 @@ class VoterError(RuntimeError):
         self.attempts = int(attempts)
 
     def __reduce__(self):  # picklable (it may cross process boundaries)
-        return (_rebuild_voter_error, (_message(self), self.voter, self.attempts))
+        return (_rebuild_voter_error, (render_message(self), self.voter, self.attempts))
 
 
 def _rebuild_voter_error(message, voter, attempts):

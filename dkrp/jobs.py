@@ -384,7 +384,7 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
         or why the real run will refuse (an existing store started on another chunk
         grid than the ``chunk_rows`` asked for, without ``overwrite``).
     """
-    from ._blockwise import _output_dtype
+    from ._blockwise import output_dtype
     from .feature_store.encoding import row_bytes
     from .feature_store.format import FEATURES_FORMAT, _read_attrs
     from .feature_store.plan import chunk_rows_refusal, model_bytes, new_chunk_rows, task_memory
@@ -392,7 +392,7 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     path = Path(dest).expanduser().absolute()
     n, d = int(X.shape[0]), int(X.shape[1])
     k = _n_components(projector)
-    out_dtype = np.dtype(_output_dtype(X, dtype))
+    out_dtype = np.dtype(output_dtype(X, dtype))
     stored = np.dtype(np.uint8 if bits else store_dtype or out_dtype)
     per_row = row_bytes(k or 0, out_dtype, bits=bits, store_dtype=store_dtype)
     old = _read_attrs(path) if path.is_dir() else None
@@ -427,14 +427,14 @@ def _rows_left(path, old, n, rows, n_chunks) -> int:
     """Rows of the chunks an existing store at ``path`` (attributes ``old``) lacks, as
     its run counts them (a deleted chunk file is redone); all ``n`` when there is none,
     or it is not on this job's grid."""
-    from .feature_store.format import FEATURES_FORMAT, _written_chunks
+    from .feature_store.format import FEATURES_FORMAT, written_chunks
 
     if (old is None or old.get("dkrp_format") != FEATURES_FORMAT
             or int(old.get("chunk_rows", 0)) != rows or int(old.get("n_chunks", -1)) != n_chunks
             or int(old.get("n_samples", -1)) != n):
         return n
     try:
-        done = _written_chunks(path, n_chunks)
+        done = written_chunks(path, n_chunks)
     except Exception:  # noqa: BLE001 - an unreadable record: count every row as to do
         return n
     sizes = np.minimum(rows, n - rows * np.arange(n_chunks))
@@ -473,12 +473,12 @@ def measure_featurize_rate(X, projector, *, dtype=None, bits=False, max_rows=102
     """
     from sklearn.base import clone
 
-    from ._blockwise import _output_dtype
-    from ._threading import _blas_one_thread, limit_threads
+    from ._blockwise import output_dtype
+    from ._threading import blas_one_thread, limit_threads
 
     n = int(X.shape[0])
     k = _n_components(projector) or 1
-    out_dtype = _output_dtype(X, dtype)
+    out_dtype = output_dtype(X, dtype)
     rows = max(1, min(n, int(max_rows), int(max_bytes) // max(1, k * out_dtype.itemsize)))
     try:
         sample = X[:rows].compute()
@@ -486,7 +486,7 @@ def measure_featurize_rate(X, projector, *, dtype=None, bits=False, max_rows=102
         fitted = hasattr(projector, "spec_checksum_")
         est = projector if fitted else clone(projector).fit(sample)
         output = "bits" if bits else "features"
-        with limit_threads(1), _blas_one_thread():
+        with limit_threads(1), blas_one_thread():
             # untimed: a first call pays one-time costs (10x the next on rff, k=200000)
             est.output_block(sample[:8], output)
             done, t0 = 0, time.perf_counter()

@@ -47,7 +47,7 @@ __all__ = [
 # -- clusters --------------------------------------------------------------------------
 
 
-def _cpu_count() -> int:
+def available_cpus() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
@@ -86,7 +86,7 @@ def start_local_cluster(
     """
     from distributed import LocalCluster
 
-    cpus = _cpu_count()
+    cpus = available_cpus()
     if n_workers is None:
         n_workers = cpus if processes else 1
     if threads_per_worker is None:

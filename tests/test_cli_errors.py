@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dkrp.cli._group import _error_message
+from dkrp.cli._group import error_message
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +56,7 @@ def test_csv_errors_use_the_command_line_names(tmp_path):
 
 
 def test_unexpected_errors_ask_for_minus_v():
-    message = _error_message(RuntimeError("boom"))
+    message = error_message(RuntimeError("boom"))
     assert "RuntimeError: boom" in message and "-v" in message
 
 

@@ -294,10 +294,10 @@ def _copy(path, dest):
 
 
 def _rewrite_sha(path):
-    from dkrp.ensemble.persistence import _file_sha256
+    from dkrp.ensemble.persistence import sha256_of_file
 
     manifest = json.loads((path / "dkrp.json").read_text())
-    manifest["arrays_sha256"] = _file_sha256(path / "voters.npz")
+    manifest["arrays_sha256"] = sha256_of_file(path / "voters.npz")
     (path / "dkrp.json").write_text(json.dumps(manifest))
 
 

@@ -891,7 +891,7 @@ def test_killed_worker_failures_and_the_store_token(tmp_path):
     from distributed.core import Status
     from distributed.scheduler import KilledWorker, WorkerState
 
-    from dkrp.feature_store.tasks import _attempts, _partition_failure, _store_token
+    from dkrp.feature_store.tasks import _partition_failure, _store_token, attempts_allowed
     from dkrp.parallel import start_local_cluster
 
     worker = WorkerState(address="tcp://127.0.0.1:4321", status=Status.running, pid=1,
@@ -905,15 +905,15 @@ def test_killed_worker_failures_and_the_store_token(tmp_path):
         f"store {tmp_path / 'f.zarr'} is not marked complete and its finished chunks are "
         "kept: fix the cause and run the same job again to write the missing chunks.")
     assert (error.partition, error.rows, error.attempts) == (3, (300, 399), 4)
-    assert _attempts(OSError(5, "EIO"), 2, None) == 3  # retries + 1
+    assert attempts_allowed(OSError(5, "EIO"), 2, None) == 3  # retries + 1
     with dask.config.set({"distributed.scheduler.allowed-failures": 5}):
-        assert _attempts(exc, 0, None) == 6  # no scheduler to ask: this process's setting
+        assert attempts_allowed(exc, 0, None) == 6  # no scheduler to ask: this process's setting
     with dask.config.set({"distributed.scheduler.allowed-failures": 7}):
         cluster = start_local_cluster(n_workers=1, threads_per_worker=1, processes=False)
     with cluster, Client(cluster, set_as_default=False) as client:
         # the scheduler's own setting, not this process's (3, dask's default, here)
         assert dask.config.get("distributed.scheduler.allowed-failures") == 3
-        assert _attempts(exc, 0, client) == 8
+        assert attempts_allowed(exc, 0, client) == 8
 
     assert _store_token(None) == _store_token({}) == ""
     assert _store_token({"bits": False, "store_dtype": None}) == ""

@@ -27,7 +27,7 @@ from dkrp.feature_store import (
     verify_store,
     write_features,
 )
-from dkrp.feature_store.format import _done_chunks
+from dkrp.feature_store.format import done_chunks
 from dkrp.io import ingest, open_dataset
 
 pytestmark = pytest.mark.cluster
@@ -167,7 +167,7 @@ def test_bit_store_resumes_after_a_partial_run_and_verify_repairs_it(bit_store, 
         open_features(out)
     r = _run("info", out)
     assert "INCOMPLETE" in r.output and "bit store" in r.output
-    done = int(_done_chunks(out, 8).sum())
+    done = int(done_chunks(out, 8).sum())
     assert done <= 6
     # the same command again writes only the missing chunks: the store of a clean run
     r = _run(*[out if a == reference else a for a in args])

@@ -48,7 +48,7 @@ def test_one_blas_thread_holds_in_any_thread_while_any_thread_needs_it():
 
     from threadpoolctl import threadpool_limits
 
-    from dkrp._threading import _blas_one_thread
+    from dkrp._threading import blas_one_thread
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("one CPU: BLAS runs one thread anyway")
@@ -58,7 +58,7 @@ def test_one_blas_thread_holds_in_any_thread_while_any_thread_needs_it():
         seen = {}
 
         def first():
-            with _blas_one_thread():
+            with blas_one_thread():
                 seen["first"] = _blas_threads()
                 inside.set()
                 second_in.wait(10)
@@ -66,7 +66,7 @@ def test_one_blas_thread_holds_in_any_thread_while_any_thread_needs_it():
 
         def second():
             inside.wait(10)
-            with _blas_one_thread():
+            with blas_one_thread():
                 second_in.set()
                 first_out.wait(10)
                 seen["second, after the first left"] = _blas_threads()

@@ -75,9 +75,9 @@ def embedded_cores(scheduler, scheduler_file, n_workers) -> int | None:
 
     if scheduler or scheduler_file or dask.config.get("scheduler-address", None):
         return None
-    from ..parallel import _cpu_count
+    from ..parallel import available_cpus
 
-    return int(n_workers) if n_workers else _cpu_count()
+    return int(n_workers) if n_workers else available_cpus()
 
 
 def cluster_cores(client) -> int:

@@ -74,16 +74,16 @@ def _cli_wording(message, command=None) -> str:
     return message.render(lambda param: _flag(command, param))
 
 
-def _error_message(exc: BaseException, command=None) -> str:
+def error_message(exc: BaseException, command=None) -> str:
     """One or two lines: what failed, where, and what to do."""
-    from ..errors import _message
+    from ..errors import render_message
 
     if isinstance(exc, _user_errors()):
         if isinstance(exc, (FileNotFoundError, PermissionError)) and exc.filename:
             text = str(exc) or type(exc).__name__
             return f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
                 ("No ", "Input")) else text
-        return _cli_wording(_message(exc), command) if str(exc) else type(exc).__name__
+        return _cli_wording(render_message(exc), command) if str(exc) else type(exc).__name__
     if isinstance(exc, EOFError):
         return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
                 "file against its checksum; rerun with -v for where it happened.")
@@ -110,7 +110,7 @@ class _Group(click.Group):
             if ctx.params.get("verbose"):
                 _print_traceback(exc)
             command = self.get_command(ctx, ctx.invoked_subcommand or "")
-            raise click.ClickException(_error_message(exc, command)) from exc
+            raise click.ClickException(error_message(exc, command)) from exc
 
 
 def _print_traceback(exc):
@@ -126,9 +126,9 @@ def _as_click_errors():
     except click.ClickException:
         raise
     except _user_errors() as exc:
-        from ..errors import _message
+        from ..errors import render_message
 
-        raise click.ClickException(_cli_wording(_message(exc))) from exc
+        raise click.ClickException(_cli_wording(render_message(exc))) from exc
 
 
 def _cluster_options(func):

@@ -227,10 +227,10 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         leftover = _unfinished_replacement(planned)
         if leftover is None:
             raise
-        from ._group import _error_message
+        from ._group import error_message
 
         clicked = isinstance(exc, click.ClickException)
-        message = exc.format_message() if clicked else _error_message(exc)
+        message = exc.format_message() if clicked else error_message(exc)
         raise click.ClickException(f"{message} {leftover}") from (
             exc.__cause__ if clicked else exc)
     if dry_run:
@@ -355,11 +355,11 @@ def _interrupted(planned):
     if plan is None:
         click.echo("Interrupted before any chunk was written.", err=True)
         sys.exit(130)
-    from ..feature_store.format import _done_chunks
+    from ..feature_store.format import done_chunks
 
     build, n_chunks = plan["build_path"], plan["attrs"]["n_chunks"]
     try:
-        done = int(_done_chunks(build, n_chunks).sum()) if build.exists() else 0
+        done = int(done_chunks(build, n_chunks).sum()) if build.exists() else 0
     except Exception:  # noqa: BLE001 - the count is a courtesy; the hint matters
         done = "?"
     where = (f"{build} (the replacement of {plan['path']}, which is unchanged)"
@@ -375,7 +375,7 @@ def _fitted_projector(path):
 
     from .._spec import load
     from ..base import BaseProjector
-    from ..feature_store.format import FEATURES_FORMAT, _done_chunks, _read_attrs
+    from ..feature_store.format import FEATURES_FORMAT, _read_attrs, done_chunks
 
     path = Path(path)
     if path.is_dir():
@@ -386,7 +386,7 @@ def _fitted_projector(path):
         if attrs.get("complete") is not True:
             n_chunks = int(attrs.get("n_chunks", 0))
             try:
-                done = int(_done_chunks(path, n_chunks).sum())
+                done = int(done_chunks(path, n_chunks).sum())
             except Exception:  # noqa: BLE001 - the count is a courtesy; the refusal matters
                 done = "?"
             raise ValueError(

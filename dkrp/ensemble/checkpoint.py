@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Message
-from .persistence import _file_sha256, _json_default
+from .persistence import json_default, sha256_of_file
 
 CHECKPOINT_FORMAT = "dkrp.ensemble.checkpoint"
 JOB = "job.json"
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 
 def _canonical(value):
-    return json.loads(json.dumps(value, sort_keys=True, default=_json_default))
+    return json.loads(json.dumps(value, sort_keys=True, default=json_default))
 
 
 def data_identity(X, y) -> dict:
@@ -141,7 +141,7 @@ class Checkpoint:
     def _read(self, i):
         meta = json.loads((self.directory / f"voter-{i}.json").read_text())
         npz = self.directory / f"voter-{i}.npz"
-        if _file_sha256(npz) != meta["arrays_sha256"]:
+        if sha256_of_file(npz) != meta["arrays_sha256"]:
             raise ValueError(f"{npz.name} does not match its SHA-256")
         with open(npz, "rb") as fh, np.load(fh, allow_pickle=False) as arrays:
             coef, intercept, classes = (arrays[k] for k in ("coef", "intercept", "classes"))
@@ -161,8 +161,8 @@ class Checkpoint:
         os.replace(tmp, npz)
         meta = {"index": i, "spec": result["spec"], "model_class": result["model_class"],
                 "model_params": result["model_params"],
-                "info": {k: result[k] for k in _INFO}, "arrays_sha256": _file_sha256(npz)}
-        text = json.dumps(meta, indent=1, sort_keys=True, default=_json_default)
+                "info": {k: result[k] for k in _INFO}, "arrays_sha256": sha256_of_file(npz)}
+        text = json.dumps(meta, indent=1, sort_keys=True, default=json_default)
         _write_atomically(self.directory / f"voter-{i}.json", text.encode())
 
     def remove(self):

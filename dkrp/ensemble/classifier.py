@@ -29,7 +29,7 @@ from .training import (
     fit_full,
     fit_partition,
 )
-from .voters import _ensemble_block, _pipeline, _solver_name, make_model, voter_seeds
+from .voters import _ensemble_block, _pipeline, make_model, solver_name, voter_seeds
 
 _STRATEGIES = ("full", "partition")
 _VOTING = ("hard", "soft")
@@ -231,9 +231,9 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
 
     def _checkpoint(self, directory, template, X, y, classes):
         from .checkpoint import Checkpoint, data_identity
-        from .persistence import _jsonable_params
+        from .persistence import jsonable_params
 
-        job = {"params": _jsonable_params(self), "template": template.get_params(deep=False),
+        job = {"params": jsonable_params(self), "template": template.get_params(deep=False),
                "template_class": type(template).__name__, "data": data_identity(X, y),
                "classes": np.asarray(classes).tolist()}
         return Checkpoint.open(directory, job)
@@ -315,7 +315,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
                                     r["intercept"], r["classes"], ))
             infos.append({k: r[k] for k in ("index", "partition", "n_rows", "n_iter",
                                             "converged", "seconds", "worker")})
-            infos[-1]["solver"] = _solver_name(r["model_class"], r["model_params"])
+            infos[-1]["solver"] = solver_name(r["model_class"], r["model_params"])
             voters[-1].class_idx_ = class_idx
         self.estimators_ = voters
         self.voter_info_ = infos

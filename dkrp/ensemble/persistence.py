@@ -40,7 +40,7 @@ def register_estimator(cls: type) -> type:
     return cls
 
 
-def _jsonable_params(est):
+def jsonable_params(est):
     params = est.get_params(deep=False)
     if not isinstance(params.get("method"), str):
         params["method"] = {"template": params["method"].get_params(deep=False),
@@ -54,7 +54,7 @@ def _jsonable_params(est):
     return params
 
 
-def _file_sha256(path):
+def sha256_of_file(path):
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -88,18 +88,18 @@ def save_ensemble(est, directory, *, overwrite):
         "format": ENSEMBLE_FORMAT,
         "format_version": ENSEMBLE_FORMAT_VERSION,
         "class": type(est).__name__,
-        "params": _jsonable_params(est),
+        "params": jsonable_params(est),
         "seed": int(est.seed_),
         "n_features_in": int(est.n_features_in_),
         "classes": classes.tolist(),
         "voters": voters,
         "arrays_file": ARRAYS,
-        "arrays_sha256": _file_sha256(directory / ARRAYS),
+        "arrays_sha256": sha256_of_file(directory / ARRAYS),
         "fit_seconds": float(est.fit_seconds_),
         "versions": {"dkrp": __version__, "numpy": np.__version__,
                      "scikit-learn": _sklearn_version()},
     }
-    text = json.dumps(manifest, indent=1, sort_keys=True, default=_json_default)
+    text = json.dumps(manifest, indent=1, sort_keys=True, default=json_default)
     tmp = directory / f".{MANIFEST}.tmp"
     tmp.write_text(text)
     os.replace(tmp, directory / MANIFEST)
@@ -131,7 +131,7 @@ def check_save_target(directory, overwrite):
             "so the file is not dkrp's. Move it away or choose another directory.")
 
 
-def _json_default(value):
+def json_default(value):
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
@@ -165,7 +165,7 @@ def load_ensemble(manifest: dict, directory: Path):
                         f"{directory}.")
     if not npz_path.is_file():
         raise FileNotFoundError(f"The ensemble's arrays file {npz_path} is missing.")
-    actual = _file_sha256(npz_path)
+    actual = sha256_of_file(npz_path)
     if actual != expected:
         raise SpecError(
             f"{npz_path} does not match the SHA-256 recorded in {MANIFEST} (recorded "

@@ -246,14 +246,14 @@ def _gather(futures, client, run, report, total, where):
     """The results of the voters' distributed ``futures`` (future -> voter index)."""
     from distributed import as_completed
 
-    from ..feature_store.tasks import _attempts
+    from ..feature_store.tasks import attempts_allowed
 
     def cancel():
         client.cancel(list(futures))
 
     # loop=: the client need not be the default one
     return _collect(as_completed(list(futures), loop=client.loop), futures, run, report,
-                    total, where, cancel, lambda exc: _attempts(exc, run.retries, client),
+                    total, where, cancel, lambda exc: attempts_allowed(exc, run.retries, client),
                     release=lambda future: future.release())
 
 
@@ -389,8 +389,8 @@ def time_one_voter(model, X, y, *, max_rows=1000) -> dict | None:
     import numpy as np
     from sklearn.base import clone
 
-    from .._threading import _blas_one_thread, limit_threads
-    from .voters import _solver_name
+    from .._threading import blas_one_thread, limit_threads
+    from .voters import solver_name
 
     model._check_params()
     n = int(X.shape[0])
@@ -409,7 +409,7 @@ def time_one_voter(model, X, y, *, max_rows=1000) -> dict | None:
         projector, linear = clone(model).set_params(n_voters=1)._voters(
             model.random_state or 0, template, per_voter)[0]
         measured = []
-        with limit_threads(1), _blas_one_thread():
+        with limit_threads(1), blas_one_thread():
             for _ in range(2):  # the faster of two: the first pays one-time costs
                 t0 = time.perf_counter()
                 result = _train_voter(Xs, ys, projector, linear, 0)
@@ -421,4 +421,4 @@ def time_one_voter(model, X, y, *, max_rows=1000) -> dict | None:
         return None
     return {"seconds": measured * per_voter / rows, "measured": measured,
             "sample_rows": rows, "rows_per_voter": per_voter,
-            "solver": _solver_name(result["model_class"], result["model_params"])}
+            "solver": solver_name(result["model_class"], result["model_params"])}

@@ -271,7 +271,7 @@ def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets
     return hard_vote(votes, n_classes)
 
 
-def _solver_name(model_class, params):
+def solver_name(model_class, params):
     if model_class == "LinearSVC":
         return "LinearSVC(dual=True)" if params.get("dual") is True else "LinearSVC(dual=False)"
     return model_class

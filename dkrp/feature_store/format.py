@@ -177,7 +177,7 @@ def describe_features(path, attrs) -> dict:
     path = Path(path)
     n_chunks = int(attrs.get("n_chunks", 0))
     spec = attrs.get("spec", {})
-    written = int(_written_chunks(path, n_chunks).sum())  # a deleted chunk is not done
+    written = int(written_chunks(path, n_chunks).sum())  # a deleted chunk is not done
     encoding = attrs.get("encoding", FLOAT)
     k, dtype = attrs.get("n_components"), attrs.get("dtype")
     per_row = (None if k is None or dtype is None else
@@ -557,7 +557,7 @@ def label_values(labels) -> np.ndarray:
     raise ValueError(f"labels must be numeric, got dtype {values.dtype}.")
 
 
-def _write_label_chunks(path: Path, values: np.ndarray, chunks) -> None:
+def write_label_chunks(path: Path, values: np.ndarray, chunks) -> None:
     """Rewrite chunks ``chunks`` (indices) of array ``y`` of the store at ``path`` from
     ``values`` (all the labels, :func:`label_values`); its other chunks are not touched."""
     import zarr
@@ -571,7 +571,7 @@ def _write_label_chunks(path: Path, values: np.ndarray, chunks) -> None:
         y[region] = values[region]
 
 
-def _done_chunks(path: Path, n_chunks: int) -> np.ndarray:
+def done_chunks(path: Path, n_chunks: int) -> np.ndarray:
     import zarr
 
     if n_chunks == 0:
@@ -590,13 +590,13 @@ def _done_chunks(path: Path, n_chunks: int) -> np.ndarray:
         return marks
 
 
-def _written_chunks(path: Path, n_chunks: int) -> np.ndarray:
+def written_chunks(path: Path, n_chunks: int) -> np.ndarray:
     """Chunks marked done whose ``Z`` chunk file is on disk (a deleted one is redone)."""
     import zarr
 
     from .._chunks import missing_chunks
 
-    written = _done_chunks(path, n_chunks)
+    written = done_chunks(path, n_chunks)
     if n_chunks:
         array = zarr.open_array(str(path / "Z"), mode="r")
         for coords in missing_chunks(path / "Z", array):
@@ -644,7 +644,7 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
 
     def incomplete(attrs):
         n_chunks = int(attrs.get("n_chunks", 0))
-        missing = n_chunks - int(_done_chunks(path, n_chunks).sum())
+        missing = n_chunks - int(done_chunks(path, n_chunks).sum())
         return Message(
             "its run did not finish ({} of {} chunks missing). Run the same featurize command "
             "again to write the missing chunks{}.", missing, n_chunks,

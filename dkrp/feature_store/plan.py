@@ -22,12 +22,12 @@ from .format import (
     _expected_attrs,
     _mismatches,
     _read_attrs,
-    _written_chunks,
     edge_rows_sha256,
     fingerprint_pending,
     input_fingerprint,
     legacy_source_sha256,
     read_edge_rows,
+    written_chunks,
 )
 
 logger = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     else:
         if "compressor" not in old:
             del attrs["compressor"]  # a store written before it was recorded: unknown
-        missing = int((~_written_chunks(build, n_chunks)).sum())  # a deleted chunk is redone
+        missing = int((~written_chunks(build, n_chunks)).sum())  # a deleted chunk is redone
         finished = old.get("complete") is True and missing == 0
         action = "noop" if finished and not replace else "resume"
     memory = task_memory(attrs["chunk_rows"], X.shape[1], X.dtype.itemsize, k, itemsize,

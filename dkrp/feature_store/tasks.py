@@ -23,7 +23,7 @@ from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
 from .._validation import check_finite_rows
 from ..errors import Message, Param, PartitionError, PartitionInputError
 from .encoding import encode_block
-from .format import _done_chunks
+from .format import done_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -254,12 +254,12 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
                 try:
                     result = future.result()
                 except Exception as exc:  # noqa: BLE001 - re-raised, naming the partition
-                    if not _done_chunks(Path(path), n_chunks)[i]:
+                    if not done_chunks(Path(path), n_chunks)[i]:
                         # released: the scheduler forgets the erred tasks, whose keys a
                         # read of the same input after this (the input's edge rows) reuses
                         # with another graph, which distributed warns of
                         future.release()
-                        attempts = _attempts(exc, retries, client)
+                        attempts = attempts_allowed(exc, retries, client)
                         error = _partition_failure(exc, i, rows(i), path, attempts)
                         if error is None:
                             raise
@@ -330,7 +330,7 @@ def _running_keys(prefix: str, dask_worker=None) -> list[str]:
             if str(ts.key).startswith(prefix)]
 
 
-def _attempts(exc, retries, client) -> int:
+def attempts_allowed(exc, retries, client) -> int:
     """Attempts a failed task had: ``retries + 1``, or the worker deaths allowed + 1."""
     from distributed.scheduler import KilledWorker
 

@@ -227,7 +227,7 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
     from ..io.inputs import open_labelled_input
     from ..parallel import check_workers
     from .encoding import store_options
-    from .format import _write_label_chunks, label_values
+    from .format import label_values, write_label_chunks
     from .plan import plan_features
     from .tasks import _run_tasks
     from .write import _remove_partial_files
@@ -274,7 +274,7 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
                 f"Cannot repair the labels of {path}: the input has {values.shape[0]} "
                 f"labels, the store {attrs['n_samples']} rows.")
         logger.info("%s: copying chunks %s of the labels from the input", path, bad_labels)
-        _write_label_chunks(path, values, bad_labels)
+        write_label_chunks(path, values, bad_labels)
     if not bad:
         return
 

@@ -46,13 +46,13 @@ import numpy as np
 from ..errors import FeatureStoreError
 from .format import (
     _create,
-    _done_chunks,
     _write_labels,
-    _written_chunks,
+    done_chunks,
     edge_rows_sha256,
     fingerprint_pending,
     read_edge_rows,
     read_edge_rows_sha256,
+    written_chunks,
 )
 from .plan import plan_features
 from .tasks import _default_client, _run_tasks
@@ -222,7 +222,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
         done = np.zeros(n_chunks, dtype=bool)
     else:
         _remove_partial_files(build)
-        done = _written_chunks(build, n_chunks)  # a chunk file deleted since is redone
+        done = written_chunks(build, n_chunks)  # a chunk file deleted since is redone
     if plan.get("labels") is not None:
         # before the first chunk (and on resume, if a killed run had not got to them yet)
         _write_labels(build, plan["labels"], attrs["chunk_rows"])
@@ -259,7 +259,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
     if fingerprint_pending(attrs):  # pragma: no cover - defensive: every chunk ran
         record_edge_rows(read_edge_rows_sha256(X))
 
-    if not _done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
+    if not done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
     _remove_partial_files(build)  # of a worker that died mid-write, its chunk since redone
     consolidate(build)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)

@@ -50,7 +50,7 @@ import scipy.sparse as sp
 
 from .._choices import FOURIER_POOLS, INDEX_DESIGNS, POOLS
 from .._random import block_generator, draw_rows
-from .._threading import _blas_one_thread
+from .._threading import blas_one_thread
 from ._fwht import sorf_project
 from ._orthonormal import orthonormal_rows
 
@@ -140,7 +140,7 @@ def orthogonal_pool(seed: int, n_rows: int, n_features: int, version: int = DRAW
     """
     d = int(n_features)
     blocks = []
-    with _blas_one_thread():  # fixed LAPACK path: results do not depend on thread count
+    with blas_one_thread():  # fixed LAPACK path: results do not depend on thread count
         for b, start in enumerate(range(0, n_rows, d)):
             m = min(d, n_rows - start)
             # The first m rows of a d×d draw, transposed: a d×m Gaussian matrix.
@@ -193,7 +193,7 @@ def tight_frame_pool(seed: int, n_rows: int, n_features: int, stream: str = "poo
         if p >= d:
             return np.ascontiguousarray(math.sqrt(p) * orthonormal_rows(G.T).T)
         return math.sqrt(d) * orthonormal_rows(G)
-    with _blas_one_thread():
+    with blas_one_thread():
         if p >= d:
             w, V = np.linalg.eigh(G.T @ G / p)
             inv_sqrt = (V / np.sqrt(w)) @ V.T

@@ -48,7 +48,7 @@ import numpy as np
 from scipy import optimize
 from scipy import special as sc
 
-from .._threading import _blas_one_thread
+from .._threading import blas_one_thread
 from ._srf_kernels import OMEGA_STEP, omega_table, polynomial_kernel, sphere_cf  # noqa: F401 (re-exported)
 
 __all__ = [
@@ -559,7 +559,7 @@ def fit_surrogate(d, degree, scale, n_terms=10, maxiter=MAXITER, version=FIT_VER
         options = {"maxiter": maxiter, "ftol": 1e-12, "gtol": 1e-10, "maxcor": MAXCOR}
     best = None
     # one BLAS thread: fast for these small products and the same bits on any machine
-    with _blas_one_thread():
+    with blas_one_thread():
         for theta0 in _initial_points(n, degree, scale, z, k, omega):
             res = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
                                     bounds=bounds, options=options)
@@ -660,7 +660,7 @@ def l2_floor(d, degree, scale, *, n_radii=1500, r_range=(1e-2, 400.0)):
     nu = d / 2.0 - 1.0
     basis = sphere_cf(nu, z[:, None] * r[None, :])
     sw = np.sqrt(omega)
-    with _blas_one_thread():
+    with blas_one_thread():
         coef, residual = optimize.nnls(basis * sw[:, None], k * sw, maxiter=50 * int(n_radii))
     zz = np.linspace(0.0, 2.0, 401)
     khat = sphere_cf(nu, zz[:, None] * r[None, :]) @ coef

@@ -67,8 +67,8 @@ from dask.base import tokenize
 
 from .._chunks import (
     CheckedArray,
-    _all_chunks,
     check_arrays,
+    chunk_indices,
     chunk_key,
     chunk_where,
     missing_chunks,
@@ -181,12 +181,12 @@ def _chunk_files(path: Path, attrs) -> tuple[int, list[str]]:
         except Exception:  # noqa: BLE001 - deleted or unreadable metadata: describe, not fail
             missing.append(f"{name}/zarr.json")
             continue
-        total += len(_all_chunks(array))
+        total += len(chunk_indices(array))
         missing += [f"{name}/{chunk_key(array, c)}" for c in missing_chunks(path / name, array)]
     return total, missing
 
 
-def _cpu_count() -> int:
+def available_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -214,7 +214,7 @@ def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
     rows = max(1, int(TARGET_CHUNK_BYTES // max(bytes_per_row, 1.0)))
     if n_samples <= 0:
         return rows
-    share = -(-int(n_samples) // (CHUNKS_PER_CPU * _cpu_count()))
+    share = -(-int(n_samples) // (CHUNKS_PER_CPU * available_cpus()))
     align = 2048 if share >= 2048 else 512
     share = max(MIN_DEFAULT_CHUNK_ROWS, -(-share // align) * align)
     return max(1, min(rows, share, n_samples))
