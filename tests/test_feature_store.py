@@ -654,7 +654,7 @@ def test_check_output_path_accepts_and_refuses(tmp_path, monkeypatch):
 
 
 def test_plan_refuses_an_output_inside_the_input_named_by_source_or_fingerprint(tmp_path, data):
-    from dkrp.feature_store.format import input_fingerprint
+    from dkrp.feature_store.fingerprint import input_fingerprint
 
     X = da.from_array(data, chunks=(250, 12))
     src = tmp_path / "in.zarr"

@@ -46,7 +46,7 @@ def data_identity(X, y) -> dict:
 
     identity = {"shape": [int(s) for s in X.shape], "dtype": str(X.dtype)}
     if is_dask_collection(X):
-        from ..feature_store.format import input_fingerprint
+        from ..feature_store.fingerprint import input_fingerprint
 
         identity["edge_rows_sha256"] = input_fingerprint(X)["edge_rows_sha256"]
         return identity

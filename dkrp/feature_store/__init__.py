@@ -3,9 +3,11 @@
 This package owns dkrp's on-disk *features* format and the write protocol that lets
 a killed run resume without redoing finished work:
 
-* :mod:`~dkrp.feature_store.format`: the store layout and attributes, the input
-  fingerprint, the mismatch checks, :func:`open_features` and :class:`FeatureSet`
-  (with :meth:`FeatureSet.describe`);
+* :mod:`~dkrp.feature_store.format`: the store layout and attributes, the mismatch
+  checks, :func:`open_features` and :class:`FeatureSet` (with
+  :meth:`FeatureSet.describe`);
+* :mod:`~dkrp.feature_store.fingerprint`: the input fingerprint that ties a store
+  to its input;
 * :mod:`~dkrp.feature_store.encoding`: how a store holds its values (float features
   or packed SPE sign bits, a narrower store dtype, the chunk compressor);
 * :mod:`~dkrp.feature_store.plan`: :func:`plan_features`, every check before a
@@ -24,12 +26,12 @@ write) is :func:`dkrp.featurize_to_store`.
 from __future__ import annotations
 
 from ..errors import FeatureStoreError, FeatureStoreMismatchError, PartitionError
+from .fingerprint import input_fingerprint
 from .format import (
     FEATURES_FORMAT,
     FORMAT_VERSION,
     FeatureSet,
     describe_features,
-    input_fingerprint,
     open_features,
     open_xarray,
     read_features,

@@ -17,16 +17,18 @@ import numpy as np
 from .._blockwise import prepare_input
 from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
 from .encoding import check_store_options, row_bytes
-from .format import (
-    FEATURES_FORMAT,
-    _expected_attrs,
-    _mismatches,
-    _read_attrs,
+from .fingerprint import (
     edge_rows_sha256,
     fingerprint_pending,
     input_fingerprint,
     legacy_source_sha256,
     read_edge_rows,
+)
+from .format import (
+    FEATURES_FORMAT,
+    _expected_attrs,
+    _mismatches,
+    _read_attrs,
     written_chunks,
 )
 

@@ -44,14 +44,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FeatureStoreError
-from .format import (
-    _create,
-    _write_labels,
-    done_chunks,
+from .fingerprint import (
     edge_rows_sha256,
     fingerprint_pending,
     read_edge_rows,
     read_edge_rows_sha256,
+)
+from .format import (
+    _create,
+    _write_labels,
+    done_chunks,
     written_chunks,
 )
 from .plan import plan_features
