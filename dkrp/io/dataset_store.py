@@ -186,13 +186,6 @@ def _chunk_files(path: Path, attrs) -> tuple[int, list[str]]:
     return total, missing
 
 
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _dense_attrs(n_samples, n_features, dtype, chunk_rows, label_dtype=None, **extra) -> dict:
     """The group attributes every ingester of a dense ``X`` (and optional ``y``) records."""
     return {
@@ -214,6 +207,8 @@ def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
     rows = max(1, int(TARGET_CHUNK_BYTES // max(bytes_per_row, 1.0)))
     if n_samples <= 0:
         return rows
+    from ..parallel import available_cpus
+
     share = -(-int(n_samples) // (CHUNKS_PER_CPU * available_cpus()))
     align = 2048 if share >= 2048 else 512
     share = max(MIN_DEFAULT_CHUNK_ROWS, -(-share // align) * align)
