@@ -13,7 +13,9 @@ Every test works on real files; those with workers use a real ``LocalCluster``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import signal
 import subprocess
@@ -367,3 +369,29 @@ def test_tasks_that_cannot_fit_and_starved_workers_are_clear_errors(wide_input, 
     assert r.returncode == 1, r.stderr
     assert "before running any task" in r.stderr and "hang" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("outcome", ["done", "error"])
+def test_embedded_workers_log_nothing_while_the_cluster_closes(outcome, tmp_path):
+    # a CI run printed a worker's "Failed to communicate with scheduler during heartbeat"
+    # traceback under a command's one-line error: the scheduler had closed first. The
+    # command's workers are silenced before its embedded cluster closes, by either path
+    import click
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    from dkrp.cli._group import _client
+
+    record = tmp_path / "levels"
+
+    class LevelAtClose(WorkerPlugin):  # a local class: cloudpickle ships it by value
+        def teardown(self, worker):
+            with open(record, "a") as f:
+                f.write(f"{logging.getLogger('distributed').getEffectiveLevel()}\n")
+
+    expect = pytest.raises(click.ClickException) if outcome == "error" else contextlib.nullcontext()
+    with expect:
+        with _client(None, None, 1, None, quiet=True) as client:
+            client.register_plugin(LevelAtClose())
+            if outcome == "error":
+                raise click.ClickException("the command's one line")
+    assert record.read_text().split() == [str(logging.CRITICAL)]

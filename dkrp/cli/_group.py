@@ -175,11 +175,19 @@ def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
                 client.register_plugin(QuietTaskFailures())
             if embedded and not quiet:
                 click.echo(f"dask dashboard: {client.dashboard_link}", err=True)
+            interrupted = False
             try:
                 yield client
             except KeyboardInterrupt:
-                _quiet_cluster(client, embedded=not (scheduler or scheduler_file))
+                interrupted = True
+                _quiet_cluster(client, embedded=embedded)
                 raise
+            finally:
+                if embedded and not interrupted and not _verbosity():
+                    # the command has said (or is about to print) all it will; what
+                    # workers log while the cluster closes (a heartbeat meeting the
+                    # closed scheduler, with its traceback) would only bury that line
+                    _quiet_workers(client)
     except OSError as exc:
         # an OSError of the command itself (a missing file) is not the scheduler's
         if (scheduler or scheduler_file) and not connected:
@@ -230,8 +238,15 @@ def _quiet_cluster(client, embedded):
 
     quiet_distributed_logs()
     if embedded:  # a shared cluster's logs are its owner's
-        with contextlib.suppress(Exception):
-            client.run(quiet_distributed_logs)
+        _quiet_workers(client)
+
+
+def _quiet_workers(client):
+    """Silence distributed's logging in the workers (of an embedded cluster) before it closes."""
+    from .._worker_signals import quiet_distributed_logs
+
+    with contextlib.suppress(Exception):
+        client.run(quiet_distributed_logs)
 
 
 @click.group(name="dkrp", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
