@@ -70,7 +70,7 @@ def _scores(y_true, y_pred, positive_label=None) -> dict:
 
 def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=10000,
                         standardize=False, tol=1e-4, dual="auto", positive_label=None,
-                        solver="liblinear"):
+                        solver="liblinear", random_state=0):
     """Train ``LinearSVC`` on ``Z_train`` and score it on ``Z_test``.
 
     Parameters
@@ -98,6 +98,11 @@ def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=100
         (``dual`` is ignored) solved with BLAS products, for dense features with many more
         rows than columns (on 60,000 × 1,500 MNIST KRP features, 34 s in float32 against
         liblinear's 321 s: ``bench_linear_svm``; ``max_iter`` then counts Newton iterations).
+    random_state : int, default=0
+        Seeds liblinear's dual coordinate descent (``dual=True``, or ``"auto"`` with fewer
+        rows than features), which visits the rows in a random order: the same inputs give
+        the same model on every run (unseeded, liblinear drew its seed from numpy's global
+        generator).
 
     Returns
     -------
@@ -111,7 +116,8 @@ def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=100
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    model = _linear_svm(solver, C=C, max_iter=max_iter, tol=tol, dual=dual)
+    model = _linear_svm(solver, C=C, max_iter=max_iter, tol=tol, dual=dual,
+                        random_state=random_state)
     if standardize:
         model = make_pipeline(StandardScaler(), model)
     with _timer() as t, warnings.catch_warnings(record=True) as caught:
@@ -167,7 +173,7 @@ def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=
         The grid of ``C``.
     n_folds : int, default=5
     seed : int, default=0
-        Shuffles the folds.
+        Shuffles the folds, and seeds liblinear's dual solver (``LinearSVC`` path).
     gram_limit : int, default=6000
         Up to this many training rows the SVM is solved in its dual on the linear-kernel
         Gram matrix ``Z Z^T`` (libsvm's ``SVC(kernel="precomputed")``: one Gram for all folds
@@ -214,7 +220,8 @@ def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=
                     model = SVC(kernel="precomputed", C=C).fit(K[np.ix_(fit, fit)], y_train[fit])
                     predicted = model.predict(K[np.ix_(held, fit)])
                 else:
-                    model = LinearSVC(C=C, max_iter=max_iter).fit(A[fit], y_train[fit])
+                    model = LinearSVC(C=C, max_iter=max_iter, random_state=seed)
+                    model = model.fit(A[fit], y_train[fit])
                     predicted = model.predict(A[held])
                 hits.append(float(np.mean(predicted == y_train[held])))
             scores[float(C)] = float(np.mean(hits))
@@ -223,7 +230,8 @@ def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=
             model = SVC(kernel="precomputed", C=best).fit(K, y_train)
             predicted = model.predict(B @ A.T)
         else:
-            predicted = LinearSVC(C=best, max_iter=max_iter).fit(A, y_train).predict(B)
+            model = LinearSVC(C=best, max_iter=max_iter, random_state=seed)
+            predicted = model.fit(A, y_train).predict(B)
     return {
         "cv_accuracy": scores[best],
         "accuracy": float(np.mean(predicted == y_test)),
@@ -296,8 +304,9 @@ def stratified_subsample(X, y, n, seed):
 SVM_SOLVERS = ("liblinear", "primal-newton")
 
 
-def _linear_svm(solver, *, C, max_iter, dual="auto", tol=1e-4):
-    """``LinearSVC`` (``"liblinear"``) or :class:`~dkrp.linear_svm.PrimalLinearSVC`."""
+def _linear_svm(solver, *, C, max_iter, dual="auto", tol=1e-4, random_state=0):
+    """``LinearSVC`` (``"liblinear"``, its dual solver seeded) or
+    :class:`~dkrp.linear_svm.PrimalLinearSVC` (deterministic)."""
     check_choice("solver", solver, SVM_SOLVERS)
     if solver == "primal-newton":
         from .linear_svm import PrimalLinearSVC
@@ -305,7 +314,7 @@ def _linear_svm(solver, *, C, max_iter, dual="auto", tol=1e-4):
         return PrimalLinearSVC(C=C, tol=tol, max_iter=max_iter)
     from sklearn.svm import LinearSVC
 
-    return LinearSVC(C=C, max_iter=max_iter, tol=tol, dual=dual)
+    return LinearSVC(C=C, max_iter=max_iter, tol=tol, dual=dual, random_state=random_state)
 
 
 def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True,
@@ -325,7 +334,7 @@ def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True
         Cross-validate on a stratified subsample of this many rows (seeded by ``seed``):
         the full training set costs ``len(grid) * folds`` full fits.
     seed : int, default=0
-        The subsample's and the folds' shuffling seed.
+        The subsample's and the folds' shuffling seed; it also seeds liblinear's dual solver.
     standardize : bool, default=True
         ``StandardScaler`` in the pipeline, refitted on each training fold, as
         :func:`linear_svm_accuracy` does on the whole training set.
@@ -365,7 +374,7 @@ def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True
         # a fold stopped at max_iter still scores; the final fit reports convergence
         warnings.simplefilter("ignore", ConvergenceWarning)
         for C in grid:
-            model = _linear_svm(solver, C=C, dual=dual, max_iter=max_iter)
+            model = _linear_svm(solver, C=C, dual=dual, max_iter=max_iter, random_state=seed)
             if standardize:
                 model = make_pipeline(StandardScaler(), model)
             scores[C] = float(np.mean(cross_val_score(model, Z, y, cv=splitter,
@@ -621,8 +630,8 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
     test_size : float
         Held-out fraction (dask-ml's blockwise shuffled split, seeded).
     seed : int
-        Seeds the split, the SGD and the order of the row blocks in each SGD pass: the
-        same features and seed give the same model and scores.
+        Seeds the split, the SGD and the order of the row blocks in each SGD pass, and
+        liblinear's dual solver: the same features and seed give the same model and scores.
     positive_label : optional
         For binary problems, the label whose F1 is reported as ``f1`` (imbalanced
         data); default the larger label.
@@ -660,7 +669,8 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
 
             Ztr, ytr = da.compute(Z_tr, y_tr)
             # products of projections are heavy-tailed: scale columns before the SVM
-            model = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=10000))
+            model = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=10000,
+                                                                random_state=seed))
             model.fit(Ztr, ytr)
             Zte, yte = da.compute(Z_te, y_te)
             pred = model.predict(Zte)

@@ -7,6 +7,7 @@ from sklearn.metrics import f1_score
 from sklearn.svm import LinearSVC
 
 from dkrp.evaluation import (
+    cross_validated_linear_svm,
     linear_svm_accuracy,
     select_svm_C,
     stratified_subsample,
@@ -102,3 +103,32 @@ def test_linear_svm_f1_is_the_named_class():
                                      positive_label=positive)
         assert result["f1"] == pytest.approx(f1_score(y_test, predicted, pos_label=positive))
     assert "f1" not in linear_svm_accuracy(X_train, y_train, X_test, y_test, dual=False)
+
+
+# -- the same inputs give the same scores, whatever else the process drew before ----------
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_liblinear_in_its_dual_gives_the_same_scores_on_every_run():
+    # fewer rows than features: LinearSVC solves the dual by coordinate descent over the
+    # rows in a random order. Unseeded, liblinear took its seed from numpy's global
+    # generator, so `dkrp demo --max-train 300` (300 rows, 1000 features) printed other
+    # accuracies and other "converged" flags from one run to the next.
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X_train, y_train, X_test, y_test = X[:40] / 16, y[:40], X[40:240] / 16, y[40:240]
+    Z_train = da.from_array(np.vstack([X_train, X_test]), chunks=(60, 64))
+    y_all = np.concatenate([y_train, y_test])
+    runs = []
+    for state in range(4):
+        np.random.seed(state)  # whatever the process drew before
+        one = linear_svm_accuracy(X_train, y_train, X_test, y_test, max_iter=10)
+        two = select_svm_C(X_train, y_train, [0.1, 1.0], folds=2, dual=True, max_iter=10)
+        three = cross_validated_linear_svm(X_train, y_train, X_test, y_test, Cs=[0.1, 1.0],
+                                           n_folds=2, gram_limit=0, max_iter=10)
+        four = train_on_features(Z_train[:, :], y_all, classifier="linearsvc", test_size=0.5)
+        for result in (one, two, three, four):
+            result.pop("train_seconds", None), result.pop("seconds", None)
+        runs.append((one, two, three, four))
+    assert all(run == runs[0] for run in runs[1:])
