@@ -393,7 +393,8 @@ def load_demo_dataset(name="digits", *, max_train=None, max_test=None, seed=0):
         ``digits`` ships with scikit-learn; the others come from
         :func:`dkrp.datasets.data_dir` (``DKRP_DATA_DIR``).
     max_train, max_test : int, optional
-        Subsample (stratified, seeded) to keep the exact-kernel SVM fast.
+        Keep a seeded uniform sample of this many rows, in their order (not stratified), to
+        keep the exact-kernel SVM fast.
     seed : int, default=0
 
     Returns

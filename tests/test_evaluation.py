@@ -8,7 +8,12 @@ from sklearn.svm import LinearSVC
 
 from dkrp.evaluation import (
     cross_validated_linear_svm,
+    kernel_ridge_mse,
+    kernel_svm_accuracy,
     linear_svm_accuracy,
+    load_demo_dataset,
+    ridge_mse,
+    run_demo,
     select_svm_C,
     stratified_subsample,
     train_on_features,
@@ -105,6 +110,467 @@ def test_linear_svm_f1_is_the_named_class():
     assert "f1" not in linear_svm_accuracy(X_train, y_train, X_test, y_test, dual=False)
 
 
+# -- linear_svm_accuracy and kernel_svm_accuracy: the scores a report shows -----------------
+
+
+def _digits(n_train=300, n_test=150):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    return X[:n_train], y[:n_train], X[n_train:n_train + n_test], y[n_train:n_train + n_test]
+
+
+def _sklearn_scores(y_true, y_pred):
+    from sklearn.metrics import accuracy_score
+
+    return {"accuracy": accuracy_score(y_true, y_pred),
+            "f1_macro": f1_score(y_true, y_pred, average="macro")}
+
+
+def test_linear_svm_accuracy_is_linearsvc_scored_on_the_test_rows():
+    # a user comparing feature maps reads accuracy and macro F1 of ten digit classes
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X_train, y_train, X_test, y_test = _digits()
+    plain = linear_svm_accuracy(X_train, y_train, X_test, y_test, C=0.05, dual=False,
+                                tol=1e-3)
+    scaled = linear_svm_accuracy(X_train, y_train, X_test, y_test, C=0.05, dual=False,
+                                 tol=1e-3, standardize=True)
+    expect_plain = LinearSVC(C=0.05, dual=False, tol=1e-3).fit(X_train, y_train)
+    expect_scaled = make_pipeline(StandardScaler(),
+                                  LinearSVC(C=0.05, dual=False, tol=1e-3)).fit(X_train, y_train)
+    for got, model in ((plain, expect_plain), (scaled, expect_scaled)):
+        assert set(got) == {"accuracy", "f1_macro", "train_seconds", "converged"}
+        assert {k: got[k] for k in ("accuracy", "f1_macro")} == pytest.approx(
+            _sklearn_scores(y_test, model.predict(X_test)))
+        assert got["converged"] is True and got["train_seconds"] > 0
+    # the scaling is applied: the two models predict differently on these rows
+    assert plain["accuracy"] != scaled["accuracy"]
+    # defaults: C=1 (LinearSVC's), liblinear
+    default = linear_svm_accuracy(X_train, y_train, X_test, y_test)
+    expect = LinearSVC(C=1.0).fit(X_train, y_train).predict(X_test)
+    assert default["accuracy"] == pytest.approx(_sklearn_scores(y_test, expect)["accuracy"])
+    assert default["accuracy"] != plain["accuracy"]  # C matters here
+
+
+def test_linear_svm_accuracy_says_when_a_solver_stopped_at_max_iter():
+    # the demo marks a row whose solver hit its cap: converged must be False exactly then
+    X_train, y_train, X_test, y_test = _digits()
+    for solver in ("liblinear", "primal-newton"):
+        stopped = linear_svm_accuracy(X_train, y_train, X_test, y_test, max_iter=1,
+                                      dual=False, solver=solver)
+        assert stopped["converged"] is False, solver
+        done = linear_svm_accuracy(X_train, y_train, X_test, y_test, dual=False, solver=solver)
+        assert done["converged"] is True, solver
+
+
+def test_linear_svm_accuracy_primal_newton_solves_with_the_given_parameters():
+    from dkrp.linear_svm import PrimalLinearSVC
+
+    X_train, y_train, X_test, y_test = _digits()
+    got = linear_svm_accuracy(X_train, y_train, X_test, y_test, C=0.05, tol=1e-2, max_iter=7,
+                              solver="primal-newton")
+    model = PrimalLinearSVC(C=0.05, tol=1e-2, max_iter=7).fit(X_train, y_train)
+    assert {k: got[k] for k in ("accuracy", "f1_macro")} == _sklearn_scores(
+        y_test, model.predict(X_test))
+    with pytest.raises(ValueError, match=r"^solver must be one of 'liblinear', "
+                       r"'primal-newton'; got 'newton'\.$"):
+        linear_svm_accuracy(X_train, y_train, X_test, y_test, solver="newton")
+
+
+def test_kernel_svm_accuracy_is_an_exact_kernel_svc_with_its_parameters():
+    from sklearn.svm import SVC
+
+    X, y = _imbalanced_binary(500, seed=2)
+    X_train, y_train, X_test, y_test = X[:350], y[:350], X[350:], y[350:]
+    got = kernel_svm_accuracy(X_train, y_train, X_test, y_test, kernel="poly", C=0.5,
+                              degree=2, gamma=1.0, coef0=0.0, positive_label=1)
+    model = SVC(kernel="poly", C=0.5, degree=2, gamma=1.0, coef0=0.0).fit(X_train, y_train)
+    predicted = model.predict(X_test)
+    assert set(got) == {"accuracy", "f1_macro", "f1", "train_seconds", "predict_seconds"}
+    assert {k: got[k] for k in ("accuracy", "f1_macro")} == _sklearn_scores(y_test, predicted)
+    assert got["f1"] == f1_score(y_test, predicted, pos_label=1)
+    assert got["train_seconds"] > 0 and got["predict_seconds"] > 0
+    # defaults: SVC's polynomial kernel (degree 3, gamma "scale") with C=1, and no "f1"
+    default = kernel_svm_accuracy(X_train, y_train, X_test, y_test)
+    assert "f1" not in default
+    expect = SVC(kernel="poly", C=1.0).fit(X_train, y_train).predict(X_test)
+    assert default["accuracy"] == _sklearn_scores(y_test, expect)["accuracy"]
+    others = [SVC(kernel=k, C=c).fit(X_train, y_train).predict(X_test)
+              for k, c in (("rbf", 1.0), ("poly", 2.0))]
+    assert all(not np.array_equal(p, expect) for p in others)  # kernel and C matter here
+
+
+# -- ridge_mse and kernel_ridge_mse: the regression protocol of the RFF experiment ---------
+
+
+def _regression(n=120, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    return X[:80], y[:80] - y[:80].mean(), X[80:], y[80:] - y[:80].mean()
+
+
+def test_ridge_mse_is_the_test_error_of_the_closed_form_ridge_without_intercept():
+    Z_train, y_train, Z_test, y_test = _regression()
+    for alpha, kwargs in ((1.0, {}), (7.5, {"alpha": 7.5})):
+        # w = (Z^T Z + alpha I)^{-1} Z^T y: no intercept (the docstring: centre y first)
+        w = np.linalg.solve(Z_train.T @ Z_train + alpha * np.eye(Z_train.shape[1]),
+                            Z_train.T @ y_train)
+        got = ridge_mse(Z_train, y_train, Z_test, list(y_test), **kwargs)
+        assert set(got) == {"mse", "train_seconds"}
+        assert got["mse"] == pytest.approx(np.mean((Z_test @ w - y_test) ** 2), rel=1e-10)
+        assert got["train_seconds"] > 0
+
+
+def test_kernel_ridge_mse_is_the_test_error_of_exact_rbf_kernel_ridge():
+    X_train, y_train, X_test, y_test = _regression()
+
+    def rbf(A, B, gamma):
+        return np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2))
+
+    for gamma, alpha, kwargs in ((0.3, 1.0, {}), (0.05, 0.2, {"alpha": 0.2})):
+        # dual coefficients (K + alpha I)^{-1} y; predictions K(test, train) a
+        a = np.linalg.solve(rbf(X_train, X_train, gamma) + alpha * np.eye(len(y_train)), y_train)
+        expected = np.mean((rbf(X_test, X_train, gamma) @ a - y_test) ** 2)
+        got = kernel_ridge_mse(X_train, y_train, X_test, list(y_test), gamma=gamma, **kwargs)
+        assert set(got) == {"mse", "train_seconds"}
+        assert got["mse"] == pytest.approx(expected, rel=1e-8)
+        assert got["train_seconds"] > 0
+
+
+# -- cross_validated_linear_svm: the KRP paper's protocol (footnote 9, Section 4.4) --------
+
+
+def _three_classes(n=150, d=5, seed=0, spread=1.0):
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.repeat([0, 1, 2], n // 3))
+    X = spread * rng.standard_normal((n, d)) + np.eye(3, d)[y] * 1.5
+    X = np.hstack([X, np.full((n, 1), 3.0)])  # a constant column: deviation 0
+    return X[: 2 * n // 3], y[: 2 * n // 3], X[2 * n // 3:], y[2 * n // 3:]
+
+
+def _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, n_folds, seed, model):
+    from sklearn.model_selection import StratifiedKFold
+
+    mean, std = Z_train.mean(axis=0), Z_train.std(axis=0)
+    std[std == 0] = 1.0
+    A, B = (Z_train - mean) / std, (Z_test - mean) / std
+    folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(A, y_train)
+    folds = list(folds)
+    scores = {C: np.mean([np.mean(model(C).fit(A[f], y_train[f]).predict(A[h]) == y_train[h])
+                          for f, h in folds]) for C in Cs}
+    best = max(sorted(scores), key=lambda c: scores[c])  # the smallest C of the best score
+    return scores, best, np.mean(model(best).fit(A, y_train).predict(B) == y_test)
+
+
+@pytest.mark.parametrize("path", ["gram", "liblinear"])
+def test_cross_validated_linear_svm_is_the_papers_protocol(path):
+    from sklearn.svm import SVC
+
+    Z_train, y_train, Z_test, y_test = _three_classes(spread=1.0)
+    Cs = [10.0, 1e-3, 0.05]
+    if path == "gram":  # the dual on the linear Gram matrix: SVC with a linear kernel
+        def model(C):
+            return SVC(kernel="linear", C=C)
+        kwargs = {}
+    else:  # beyond gram_limit rows: liblinear on the standardised features
+        def model(C):
+            return LinearSVC(C=C, max_iter=50)
+        kwargs = {"gram_limit": Z_train.shape[0] - 1, "max_iter": 50}
+    got = cross_validated_linear_svm(Z_train, list(y_train), Z_test, list(y_test), Cs=Cs,
+                                     n_folds=4, seed=2, **kwargs)
+    scores, best, accuracy = _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, 4, 2,
+                                               model)
+    assert len(set(scores.values())) == 3  # the grid's scores differ: the choice matters
+    assert set(got) == {"cv_accuracy", "accuracy", "C", "cv_scores", "train_seconds"}
+    assert got["cv_scores"] == pytest.approx(scores)
+    assert got["C"] == best and got["cv_accuracy"] == pytest.approx(scores[best])
+    assert got["accuracy"] == pytest.approx(accuracy)
+    assert got["train_seconds"] > 0
+
+
+def test_cross_validated_linear_svm_defaults_and_ties():
+    from sklearn.svm import SVC
+
+    # defaults: 5 folds shuffled by seed 0, the Gram path for a small training set
+    Z_train, y_train, Z_test, y_test = _three_classes(spread=1.2, seed=4)
+    Cs = [1e-3, 0.05]
+    got = cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, Cs=Cs)
+    scores, best, accuracy = _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, 5, 0,
+                                               lambda C: SVC(kernel="linear", C=C))
+    assert got["cv_scores"] == pytest.approx(scores) and got["C"] == best
+    assert got["accuracy"] == pytest.approx(accuracy)
+    # separable classes: every C of the grid scores 1.0, and the smaller C (the stronger
+    # regularisation) is chosen, whatever the grid's order
+    Z_train, y_train, Z_test, y_test = _three_classes(spread=0.05)
+    for grid in ([100.0, 10.0], [10.0, 100.0]):
+        got = cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, Cs=grid)
+        assert got["cv_scores"] == {10.0: 1.0, 100.0: 1.0}
+        assert got["C"] == 10.0 and got["accuracy"] == 1.0
+    with pytest.raises(ValueError, match=r"^Cs must hold at least one value of C\.$"):
+        cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, Cs=[])
+
+
+# -- load_demo_dataset: the rows every demo row is trained and scored on -------------------
+
+DIGITS_NOTE = "scikit-learn digits, pixels / 16, 75/25 stratified split"
+
+
+def test_demo_digits_are_a_stratified_75_25_split_of_the_scaled_digits():
+    from sklearn.datasets import load_digits
+
+    X_all, y_all = load_digits(return_X_y=True)
+    X_train, y_train, X_test, y_test, note = load_demo_dataset("digits")
+    assert note == DIGITS_NOTE
+    assert X_train.shape == (1347, 64) and X_test.shape == (450, 64)  # 1797 rows, 25 % test
+    assert X_train.min() == 0.0 and X_train.max() == 1.0  # pixels 0..16 divided by 16
+    # every row is a digit of the set with its own label, none in both parts
+    both = np.vstack([X_train, X_test]) * 16.0
+    assert sorted(map(bytes, both)) == sorted(map(bytes, X_all.astype(np.float64)))
+    lookup = {bytes(x): label for x, label in zip(X_all.astype(np.float64), y_all, strict=True)}
+    assert [lookup[bytes(x)] for x in both] == list(np.concatenate([y_train, y_test]))
+    # stratified: each class's test share is 25 % of it up to rounding
+    for c in range(10):
+        assert abs(np.sum(y_test == c) - 0.25 * np.sum(y_all == c)) <= 1
+    # the seed chooses the split, and the same seed gives the same one
+    again = load_demo_dataset("digits", seed=0)
+    other = load_demo_dataset("digits", seed=1)
+    assert np.array_equal(again[0], X_train) and np.array_equal(again[3], y_test)
+    assert not np.array_equal(other[0], X_train)
+
+
+def test_demo_digits_subsampled_for_speed_say_so():
+    X_train, y_train, X_test, y_test, _ = load_demo_dataset("digits")
+    sub = load_demo_dataset("digits", max_train=200, max_test=100)
+    assert sub[0].shape == (200, 64) and sub[2].shape == (100, 64)
+    assert sub[4] == f"{DIGITS_NOTE}; subsampled to 200 train / 100 test rows for speed"
+    for X_sub, y_sub, X, y in ((sub[0], sub[1], X_train, y_train),
+                               (sub[2], sub[3], X_test, y_test)):
+        # rows of the full part, with their labels, in their order
+        position = {bytes(x): i for i, x in enumerate(X)}
+        rows = [position[bytes(x)] for x in X_sub]
+        assert rows == sorted(set(rows)) and np.array_equal(y[rows], y_sub)
+    # the same seed gives the same rows
+    assert np.array_equal(load_demo_dataset("digits", max_train=200, max_test=100)[0], sub[0])
+    # only one part above its cap: only it is cut, and the note says so
+    cut = load_demo_dataset("digits", max_train=5000, max_test=449)
+    assert cut[0].shape == (1347, 64) and cut[2].shape == (449, 64)
+    assert cut[4] == f"{DIGITS_NOTE}; subsampled to 1347 train / 449 test rows for speed"
+    cut = load_demo_dataset("digits", max_train=1346)
+    assert cut[0].shape == (1346, 64) and cut[2].shape == (450, 64)
+    assert cut[4].endswith("; subsampled to 1346 train / 450 test rows for speed")
+    # a cap equal to the part's size cuts nothing
+    whole = load_demo_dataset("digits", max_train=1347, max_test=450)
+    assert whole[4] == DIGITS_NOTE and np.array_equal(whole[0], X_train)
+
+
+def test_an_unknown_demo_dataset_is_refused_naming_the_choices():
+    with pytest.raises(ValueError) as caught:
+        load_demo_dataset("cifar")
+    assert str(caught.value) == ("Unknown demo dataset 'cifar'; choose one of digits, mnist, "
+                                 "fashion-mnist, covtype, w8a.")
+
+
+@pytest.mark.parametrize("name", ["mnist", "fashion-mnist", "covtype", "w8a"])
+def test_demo_datasets_from_files_have_their_documented_sizes_and_scaling(name):
+    import scipy.sparse as sp
+    from conftest import real_data_root
+
+    real_data_root()
+    X_train, y_train, X_test, y_test, note = load_demo_dataset(name)
+    expected = {  # the per-dataset caps that keep the demo short (its notes say them)
+        "mnist": ((5000, 784), (2000, 784), "mnist IDX files, pixels / 255"),
+        "fashion-mnist": ((5000, 784), (2000, 784), "fashion-mnist IDX files, pixels / 255"),
+        "covtype": ((6000, 54), (3780, 54),
+                    "covtype (15120 rows), standardised columns, 75/25 split"),
+        "w8a": ((8000, 300), (4000, 300),
+                "w8a (training file only; split 75/25), sparse binary features"),
+    }[name]
+    assert (X_train.shape, X_test.shape) == expected[:2]
+    assert note == (f"{expected[2]}; subsampled to {expected[0][0]} train / {expected[1][0]} "
+                    "test rows for speed")
+    assert len(y_train) == X_train.shape[0] and len(y_test) == X_test.shape[0]
+    if name == "w8a":
+        assert sp.issparse(X_train) and set(np.unique(X_train.data)) == {1.0}
+    elif name == "covtype":
+        # standardised with the whole file's column means and deviations (a constant
+        # column left at 0): undoing that gives back rows of the file, whose values are
+        # integers
+        from dkrp.datasets import load_covtype
+
+        raw, _ = load_covtype()
+        mean, std = raw.mean(axis=0), raw.std(axis=0)
+        for X in (X_train, X_test):
+            back = X * np.where(std > 0, std, 1.0) + mean
+            assert np.abs(back - np.round(back)).max() < 1e-6
+            assert {bytes(r) for r in np.round(back) + 0.0} <= {bytes(r) for r in raw}  # no -0
+    else:
+        assert X_train.min() == 0.0 and X_train.max() == 1.0  # pixels / 255
+    # a cap given by the caller replaces the default
+    small = load_demo_dataset(name, max_train=300, max_test=200)
+    assert (small[0].shape[0], small[2].shape[0]) == (300, 200)
+
+
+# -- run_demo: the README's main job, in this process (dask's local scheduler) -------------
+
+DEMO_MODELS = ["LinearSVC on raw inputs", "LinearSVC on KRP (poly g=2, p=500, t=5)",
+               "LinearSVC on RFF (gaussian, gamma=scale)", "exact SVC, <x,y>^2",
+               "exact SVC, RBF (gamma=scale)"]
+ROW_KEYS = {"model", "n_features", "accuracy", "f1_macro", "featurize_seconds",
+            "train_seconds", "converged", "note"}
+
+
+def _fit_predict(model, X_train, y_train, X_test):
+    """Predictions of ``model`` and whether it converged (no ConvergenceWarning)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        predicted = model.fit(X_train, y_train).predict(X_test)
+    return predicted, not any(w.category is ConvergenceWarning for w in caught)
+
+
+def _documented_maps(X_train, seed):
+    """The maps run_demo's docstring names: KRP degree 2, k=1000, p=500, t=5; RFF Gaussian,
+    k=1000, gamma="scale" (scikit-learn's 1 / (d Var(X)))."""
+    from dkrp.features import PolynomialRandomProjection, RandomFourierFeatures
+
+    gamma = 1.0 / (X_train.shape[1] * X_train.var())
+    krp = PolynomialRandomProjection(degree=2, n_components=1000, n_hyperplanes=500,
+                                     n_terms=5, random_state=seed).fit(X_train)
+    rff = RandomFourierFeatures(kernel="gaussian", gamma=gamma, n_components=1000,
+                                random_state=seed).fit(X_train)
+    return {"PolynomialRandomProjection": krp, "RandomFourierFeatures": rff}
+
+
+@pytest.fixture(scope="module")
+def demo_in_a_workdir(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("demo")
+    mine = workdir / "digits-train.npy"  # a user's file named like the demo's rows
+    np.save(mine, np.arange(3))
+    lines = []
+    rows = run_demo("digits", workdir=workdir, max_train=120, max_test=60,
+                    report=lines.append)
+    return workdir, rows, lines
+
+
+def test_the_demo_rows_are_the_documented_models_on_the_documented_rows(demo_in_a_workdir):
+    from sklearn.svm import SVC
+
+    workdir, rows, _ = demo_in_a_workdir
+    X_train, y_train, X_test, y_test, note = load_demo_dataset("digits", max_train=120,
+                                                               max_test=60)
+    assert [r["model"] for r in rows] == DEMO_MODELS
+    assert [r["n_features"] for r in rows] == [64, 1000, 1000, None, None]
+    for r in rows:
+        assert set(r) == ROW_KEYS | ({"store"} if "KRP" in r["model"] or "RFF" in r["model"]
+                                     else set())
+        assert r["note"] == note and r["train_seconds"] > 0
+        assert 0.8 < r["accuracy"] <= 1.0 and 0.8 < r["f1_macro"] <= 1.0  # digits, 60 rows
+    assert [r["featurize_seconds"] > 0 for r in rows] == [False, True, True, False, False]
+    assert {r["featurize_seconds"] for r in rows[:1] + rows[3:]} == {0.0}
+    # the references: LinearSVC's defaults capped at DEMO_MAX_ITER on the raw pixels, and
+    # the exact SVMs the docstring names
+    raw = _fit_predict(LinearSVC(max_iter=200, random_state=0), X_train, y_train, X_test)
+    poly = SVC(kernel="poly", degree=2, gamma=1.0, coef0=0.0).fit(X_train, y_train)
+    rbf = SVC(kernel="rbf", gamma="scale").fit(X_train, y_train)
+    for row, (predicted, converged) in ((rows[0], raw), (rows[3], (poly.predict(X_test), True)),
+                                        (rows[4], (rbf.predict(X_test), True))):
+        assert {k: row[k] for k in ("accuracy", "f1_macro")} == _sklearn_scores(y_test,
+                                                                                predicted)
+        assert row["converged"] is converged
+    assert rows[3]["accuracy"] != rows[4]["accuracy"]  # two kernels, two results
+
+
+def test_the_demo_features_are_the_documented_maps_read_back_from_its_stores(
+        demo_in_a_workdir):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from dkrp.feature_store import open_features
+
+    workdir, rows, _ = demo_in_a_workdir
+    X_train, y_train, X_test, y_test, _ = load_demo_dataset("digits", max_train=120,
+                                                            max_test=60)
+    maps = _documented_maps(X_train, seed=0)
+    for row, name in ((rows[1], "PolynomialRandomProjection"),
+                      (rows[2], "RandomFourierFeatures")):
+        assert row["store"] == str(workdir)  # a given workdir is kept, and named
+        Z = {}
+        for part, X in (("train", X_train), ("test", X_test)):
+            stored = open_features(workdir / f"digits-{part}-{name}.zarr")
+            assert stored.complete
+            Z[part] = stored.Z.compute()
+            np.testing.assert_allclose(Z[part], maps[name].transform(X), rtol=1e-10,
+                                       atol=1e-12)
+        # trained as train_on_features trains: standardised columns, C=0.01
+        # (120 rows, 1000 features: liblinear's dual, seeded)
+        model = make_pipeline(StandardScaler(), LinearSVC(C=0.01, max_iter=200, random_state=0))
+        predicted, converged = _fit_predict(model, Z["train"], y_train, Z["test"])
+        assert {k: row[k] for k in ("accuracy", "f1_macro")} == pytest.approx(
+            _sklearn_scores(y_test, predicted))
+        assert row["converged"] is converged
+
+
+def test_the_demo_leaves_a_users_files_and_no_rows_of_its_own(demo_in_a_workdir):
+    workdir, _, lines = demo_in_a_workdir
+    assert np.array_equal(np.load(workdir / "digits-train.npy"), np.arange(3))
+    assert not list(workdir.glob(".*.npy"))  # its own rows are removed once ingested
+    assert {p.name for p in workdir.iterdir()} == {
+        "digits-train.npy", "digits-train.zarr", "digits-test.zarr",
+        "digits-train-PolynomialRandomProjection.zarr",
+        "digits-test-PolynomialRandomProjection.zarr",
+        "digits-train-RandomFourierFeatures.zarr", "digits-test-RandomFourierFeatures.zarr"}
+    # every step is announced as it starts
+    assert lines == [
+        "loading digits",
+        "LinearSVC on the raw inputs (120 train / 60 test rows x 64)",
+        f"ingesting train and test rows into Zarr dataset stores in {workdir}",
+        "featurizing with KRP (poly g=2, p=500, t=5) on the cluster",
+        "LinearSVC on KRP (poly g=2, p=500, t=5) (1000 standardised features)",
+        "featurizing with RFF (gaussian, gamma=scale) on the cluster",
+        "LinearSVC on RFF (gaussian, gamma=scale) (1000 standardised features)",
+        "exact-kernel SVC, <x,y>^2",
+        "exact-kernel SVC, RBF",
+    ]
+
+
+def test_the_demo_in_a_temporary_directory_removes_it_and_names_no_store(tmp_path,
+                                                                         monkeypatch):
+    import tempfile
+
+    from dkrp.feature_store import open_features
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen = {}
+
+    def report(line):  # look into the temporary workdir while the demo runs
+        if line.startswith("LinearSVC on RFF"):
+            (workdir,) = tmp_path.iterdir()
+            seen["workdir"] = workdir
+            seen["spec"] = open_features(
+                workdir / "digits-train-RandomFourierFeatures.zarr").spec
+
+    rows = run_demo("digits", max_train=100, max_test=50, seed=1, exact=False,
+                    report=report, max_iter=3)
+    assert seen["workdir"].name.startswith("dkrp-demo-")
+    assert list(tmp_path.iterdir()) == []  # removed afterwards
+    assert [r["model"] for r in rows] == DEMO_MODELS[:3]  # exact=False: no exact SVMs
+    assert [r.get("store", "none") for r in rows] == ["none", None, None]
+    # the seed reaches the maps and the subsample; max_iter reaches every LinearSVC
+    X_train = load_demo_dataset("digits", max_train=100, max_test=50, seed=1)[0]
+    expected = _documented_maps(X_train, seed=1)["RandomFourierFeatures"]
+    import dkrp
+
+    assert dkrp.from_spec(seen["spec"]).get_params() == expected.get_params()
+    assert [r["converged"] for r in rows] == [False, False, False]
+
+
 # -- the same inputs give the same scores, whatever else the process drew before ----------
 
 
@@ -132,3 +598,77 @@ def test_liblinear_in_its_dual_gives_the_same_scores_on_every_run():
             result.pop("train_seconds", None), result.pop("seconds", None)
         runs.append((one, two, three, four))
     assert all(run == runs[0] for run in runs[1:])
+
+
+# -- select_svm_C: defaults, ties and folds that cannot train -------------------------------
+
+
+def _select_by_hand(X, y, grid, folds, seed, dual, max_iter, scoring="accuracy"):
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return {C: cross_val_score(
+        make_pipeline(StandardScaler(), LinearSVC(C=C, dual=dual, max_iter=max_iter,
+                                                  random_state=seed)),
+        X, y, cv=StratifiedKFold(folds, shuffle=True, random_state=seed), scoring=scoring).mean()
+        for C in grid}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_select_svm_c_defaults_are_three_seeded_folds_of_the_primal_on_every_row():
+    X, y = _imbalanced_binary(300, seed=1)
+    grid = [1e-4, 1e-2, 1.0]
+    # max_iter=3 stops liblinear early, so the solver the scores come from shows
+    got = select_svm_C(X, y, grid, max_iter=3)
+    expected = _select_by_hand(X, y, grid, 3, 0, False, 3)
+    assert got["scores"] == pytest.approx(expected) and got["n_rows"] == 300
+    assert got["seconds"] > 0
+    assert expected != pytest.approx(_select_by_hand(X, y, grid, 3, 0, True, 3))
+    # dual=True is the caller's to choose
+    got = select_svm_C(X, y, grid, max_iter=3, dual=True)
+    assert got["scores"] == pytest.approx(_select_by_hand(X, y, grid, 3, 0, True, 3))
+
+
+def test_select_svm_c_takes_the_smaller_c_on_a_tie_and_refuses_an_empty_grid():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 60)
+    X = rng.standard_normal((120, 3)) + 20.0 * y[:, None]  # separable: every C scores 1
+    for grid in ([10.0, 1.0], [1.0, 10.0]):
+        got = select_svm_C(X, y, grid)
+        assert got["scores"] == {1.0: 1.0, 10.0: 1.0} and got["C"] == 1.0
+    with pytest.raises(ValueError, match=r"^grid must hold at least one value of C\.$"):
+        select_svm_C(X, y, [])
+
+
+def test_select_svm_c_scores_the_f1_of_the_named_class_even_when_it_is_class_0():
+    from sklearn.metrics import make_scorer
+
+    X, y = _imbalanced_binary(600, seed=3)
+    grid = [1e-3, 1e-2, 1.0]
+    got = select_svm_C(X, y, grid, positive_label=0)
+    expected = _select_by_hand(X, y, grid, 3, 0, False, 10000,
+                               scoring=make_scorer(f1_score, pos_label=0))
+    assert got["scores"] == pytest.approx(expected)
+    assert expected != pytest.approx(_select_by_hand(X, y, grid, 3, 0, False, 10000,
+                                                     scoring=make_scorer(f1_score)))
+
+
+@pytest.mark.filterwarnings("ignore:The least populated class:UserWarning")
+def test_select_svm_c_raises_when_a_fold_cannot_train_rather_than_scoring_it_nan():
+    # one row of the positive class: the fold holding it out trains on one class only
+    X, _ = _imbalanced_binary(90, seed=0)
+    y = np.zeros(90, dtype=int)
+    y[5] = 1
+    with pytest.raises(ValueError, match="1 class|one class|2 classes"):
+        select_svm_C(X, y, [1.0])
+
+
+def test_select_svm_c_scores_folds_stopped_at_max_iter_without_a_warning():
+    import warnings
+
+    X, y = _imbalanced_binary(300, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the final fit reports convergence, not the folds
+        got = select_svm_C(X, y, [1.0], max_iter=1)
+    assert 0.5 < got["scores"][1.0] <= 1.0
