@@ -145,3 +145,63 @@ def test_bad_input_is_refused(digits):
 @parametrize_with_checks([PrimalLinearSVC()])
 def test_scikit_learn_api(estimator, check):
     check(estimator)
+
+
+def _rule_holds(model, X, y, C, tol):
+    """liblinear's stopping rule, evaluated by the test's own gradient, for every class."""
+    n = len(y)
+    for y_pm, w, b in _per_class(model, y):
+        _, g = _objective_and_gradient(X, y_pm, w.astype(np.float64), float(b), C)
+        _, g0 = _objective_and_gradient(X, y_pm, np.zeros(X.shape[1]), 0.0, C)
+        n_pos = int((y_pm > 0).sum())
+        if np.linalg.norm(g) > tol * max(min(n_pos, n - n_pos), 1) / n * np.linalg.norm(g0):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("binary", [False, True], ids=["ten-classes", "even-vs-odd"])
+def test_stops_at_the_first_iterate_that_meets_liblinears_rule(digits, binary):
+    # a stricter rule than liblinear's (every class's threshold at its floor of 1/n, say)
+    # still reaches the minimiser, only with Newton iterations that change nothing a
+    # user sees: the iterate one before the last must not meet the rule yet
+    X, y = digits
+    if binary:
+        y = y % 2
+    C, tol = 0.1, 1e-3
+    model = PrimalLinearSVC(C=C, tol=tol).fit(X, y)
+    assert model.n_iter_ >= 2 and _rule_holds(model, X, y, C, tol)
+    with pytest.warns(ConvergenceWarning):
+        before = PrimalLinearSVC(C=C, tol=tol, max_iter=model.n_iter_ - 1).fit(X, y)
+    assert not _rule_holds(before, X, y, C, tol)
+
+
+def test_the_gram_preconditioner_is_used_exactly_when_asked():
+    # the same minimiser either way (test_unpreconditioned_cg_reaches_the_same_minimiser);
+    # what the option changes is the number of CG steps, which it cuts on unscaled
+    # columns (the demo's raw pixels / 16): 25 against 101 when this test was written
+    X, y = load_digits(return_X_y=True)
+    X, y = X / 16.0, y % 2
+    steps = {p: PrimalLinearSVC(C=1.0, precondition=p).fit(X, y).n_cg_iter_
+             for p in ("gram", "none", "auto")}
+    assert 2 * steps["gram"] < steps["none"]
+    assert steps["auto"] == steps["gram"]  # 64 features and 1,797 rows: "gram"
+
+
+def test_a_row_on_the_hyperplane_goes_to_the_first_class_as_in_linearsvc():
+    # symmetric rows: the intercept stays exactly 0, and x = 0 has decision value 0, which
+    # LinearSVC (decision > 0 is the second class) gives to the first class
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [2.0, 1.0], [-2.0, -1.0]])
+    y = np.array(["a", "b", "a", "b"])
+    model = PrimalLinearSVC(C=1.0).fit(X, y)
+    theirs = LinearSVC(C=1.0, dual=False).fit(X, y)
+    zero = np.zeros((1, 2))
+    assert model.decision_function(zero)[0] == 0.0
+    assert theirs.decision_function(zero)[0] == 0.0
+    assert model.predict(zero)[0] == theirs.predict(zero)[0] == "a"
+
+
+def test_predict_refuses_sparse_rows_as_fit_does(digits):
+    X, y = digits
+    model = PrimalLinearSVC().fit(X, y)
+    with pytest.raises(TypeError, match="dense data is required"):
+        model.predict(sp.csr_matrix(X))
