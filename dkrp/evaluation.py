@@ -178,9 +178,10 @@ def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=
         Up to this many training rows the SVM is solved in its dual on the linear-kernel
         Gram matrix ``Z Z^T`` (libsvm's ``SVC(kernel="precomputed")``: one Gram for all folds
         and every ``C``, seconds where liblinear on 3000 standardised random features takes
-        minutes per ``C``); beyond it, ``LinearSVC`` on the features. Both minimise the
-        hinge loss ``C * sum(hinge) + |w|^2 / 2``; libsvm leaves the intercept unpenalised,
-        liblinear penalises it like a weight.
+        minutes per ``C``); beyond it, ``LinearSVC`` on the features. The two are not the
+        same problem: libsvm minimises ``C * sum(hinge) + |w|^2 / 2`` with an unpenalised
+        intercept, ``LinearSVC`` (its defaults) the squared hinge
+        ``C * sum(hinge^2) + (|w|^2 + b^2) / 2``, the intercept penalised like a weight.
     max_iter : int, default=10000
         liblinear's cap (``LinearSVC`` path only).
 
