@@ -159,15 +159,25 @@ def _rule_holds(model, X, y, C, tol):
     return True
 
 
-@pytest.mark.parametrize("binary", [False, True], ids=["ten-classes", "even-vs-odd"])
-def test_stops_at_the_first_iterate_that_meets_liblinears_rule(digits, binary):
+@pytest.mark.parametrize("labels", ["ten-classes", "even-vs-odd", "nonzero-vs-zero",
+                                    "one-row-of-zero"])
+def test_stops_at_the_first_iterate_that_meets_liblinears_rule(digits, labels):
     # a stricter rule than liblinear's (every class's threshold at its floor of 1/n, say)
     # still reaches the minimiser, only with Newton iterations that change nothing a
-    # user sees: the iterate one before the last must not meet the rule yet
+    # user sees: the iterate one before the last must not meet the rule yet. The rule's
+    # min(n+, n-) and its floor of 1 are reached by a majority second class (nonzero
+    # digits) and by a class of one row
     X, y = digits
-    if binary:
+    if labels == "even-vs-odd":
         y = y % 2
-    C, tol = 0.1, 1e-3
+    elif labels == "nonzero-vs-zero":
+        y = (y != 0).astype(int)
+    elif labels == "one-row-of-zero":
+        keep = (y != 0) | (np.arange(len(y)) == np.flatnonzero(y == 0)[0])
+        X, y = X[keep], (y[keep] != 0).astype(int)
+    # (tol chosen so that an iterate's gradient lies between the rule's threshold and
+    # twice it: 0.27 of g0 / n at the fifth iterate of the one-row problem)
+    C, tol = 0.1, {"nonzero-vs-zero": 0.3, "one-row-of-zero": 0.2}.get(labels, 1e-3)
     model = PrimalLinearSVC(C=C, tol=tol).fit(X, y)
     assert model.n_iter_ >= 2 and _rule_holds(model, X, y, C, tol)
     with pytest.warns(ConvergenceWarning):
@@ -205,3 +215,17 @@ def test_predict_refuses_sparse_rows_as_fit_does(digits):
     model = PrimalLinearSVC().fit(X, y)
     with pytest.raises(TypeError, match="dense data is required"):
         model.predict(sp.csr_matrix(X))
+
+
+def test_rows_that_favour_no_hyperplane_give_the_zero_model_at_once():
+    # the same rows labelled both ways: the gradient at w = 0, b = 0 is exactly 0, so the
+    # minimiser is 0, reached with no Newton iteration, no CG step and no warning
+    import warnings
+
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [3.0, -1.0], [3.0, -1.0]])
+    y = np.array([0, 1, 0, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = PrimalLinearSVC(C=1.0, max_iter=5).fit(X, y)
+    assert not model.coef_.any() and not model.intercept_.any()
+    assert (model.n_iter_, model.n_cg_iter_) == (0, 0)
