@@ -616,6 +616,13 @@ def test_liblinear_in_its_dual_gives_the_same_scores_on_every_run():
             result.pop("train_seconds", None), result.pop("seconds", None)
         runs.append((one, two, three, four))
     assert all(run == runs[0] for run in runs[1:])
+    # a seed given by the caller is the one liblinear uses
+    for seed in (3, 4):
+        got = linear_svm_accuracy(X_train, y_train, X_test, y_test, max_iter=10,
+                                  random_state=seed)
+        predicted = LinearSVC(max_iter=10, random_state=seed).fit(X_train, y_train).predict(X_test)
+        assert got["accuracy"] == _sklearn_scores(y_test, predicted)["accuracy"]
+    assert got["accuracy"] != runs[0][0]["accuracy"]  # seeds 0 and 4 differ here
 
 
 # -- select_svm_C: defaults, ties and folds that cannot train -------------------------------
