@@ -229,3 +229,15 @@ def test_rows_that_favour_no_hyperplane_give_the_zero_model_at_once():
         model = PrimalLinearSVC(C=1.0, max_iter=5).fit(X, y)
     assert not model.coef_.any() and not model.intercept_.any()
     assert (model.n_iter_, model.n_cg_iter_) == (0, 0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+@pytest.mark.parametrize("n_features", [1, 64])
+def test_the_first_newton_step_takes_one_preconditioned_cg_step(n_features):
+    # at w = 0 every row is active (y z = 0 < 1), so the "gram" preconditioner
+    # I + 2C (|A|/n) [X 1]^T [X 1] is the Hessian itself: CG solves the first Newton
+    # system in exactly one step
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:, 20:20 + n_features] / 16.0, y % 2
+    model = PrimalLinearSVC(C=1.0, max_iter=1, precondition="gram").fit(X, y)
+    assert (model.n_iter_, model.n_cg_iter_) == (1, 1)
