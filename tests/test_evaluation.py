@@ -73,6 +73,14 @@ def test_stratified_subsample_keeps_the_class_proportions(seed):
     assert np.array_equal(y[rows], y_sub)  # rows keep their labels and their order
 
 
+def test_stratified_subsample_of_as_many_rows_as_there_are_is_every_row():
+    # select_svm_C(max_rows=len(Z)) cross-validates on the whole training set
+    X, y = _imbalanced_binary(200, seed=0)
+    for n in (200, 201, None):
+        X_sub, y_sub = stratified_subsample(X, y, n, 0)
+        assert X_sub is X and y_sub is y
+
+
 @pytest.mark.parametrize("positive", [None, 1])
 def test_select_svm_c_is_the_best_cross_validated_c(positive):
     from sklearn.metrics import make_scorer
