@@ -488,9 +488,9 @@ def written_chunks(path: Path, n_chunks: int) -> np.ndarray:
 
 def _check_complete_chunks(path: Path, array):
     """Refuse a complete store whose ``Z`` lacks a chunk file (it would read as NaN)."""
-    from ..io.dataset_store import _check_chunks_present
+    from ..io.dataset_store import check_chunks_present
 
-    _check_chunks_present(array, path, "Z", kind="features")
+    check_chunks_present(array, path, "Z", kind="features")
 
 
 def open_features(path, *, allow_incomplete=False) -> FeatureSet:
@@ -544,9 +544,9 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     if attrs.get("has_labels") is True and (path / "y" / "zarr.json").is_file():
         labels = zarr.open_array(str(path / "y"), mode="r")
         if attrs.get("complete") is True and not allow_incomplete:
-            from ..io.dataset_store import _check_chunks_present
+            from ..io.dataset_store import check_chunks_present
 
-            _check_chunks_present(labels, path, "y", kind="features")
+            check_chunks_present(labels, path, "y", kind="features")
         y = read_checked(path, "y", "features", labels,
                          allow_missing=attrs.get("complete") is not True)
     elif attrs.get("has_labels") is True and not allow_incomplete:
