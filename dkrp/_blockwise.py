@@ -60,7 +60,7 @@ def _worker_address() -> str | None:
         return None
 
 
-def _cached_projector(spec_text: str):
+def cached_projector(spec_text: str):
     """Rebuild (once per process) the projector of ``spec_text``; verify its checksum."""
     key = hashlib.sha256(spec_text.encode("utf-8")).hexdigest()
     est = _PROJECTORS.get(key)
@@ -132,7 +132,7 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, output="
     """
     from ._threading import limit_threads
 
-    est = _cached_projector(spec_text)
+    est = cached_projector(spec_text)
     dtype = np.dtype(dtype)
     if sp.issparse(block):
         block = sp.csr_matrix(block) if block.format != "csr" else block

@@ -551,7 +551,7 @@ def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster,
     import zarr
 
     from dkrp.feature_store import PartitionError
-    from dkrp.feature_store.tasks import _run_tasks
+    from dkrp.feature_store.tasks import run_chunk_writes
 
     X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
     out = tmp_path / "features.zarr"
@@ -561,9 +561,9 @@ def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster,
                       state_dir=str(tmp_path / "faults"))
     n = len(X.chunks[0])
     with caplog.at_level(logging.INFO, logger="dkrp.feature_store.tasks"):
-        _run_tasks(X, failing, np.float64, out, [3, 5], fault_cluster, False, n, n - 2)
+        run_chunk_writes(X, failing, np.float64, out, [3, 5], fault_cluster, False, n, n - 2)
     assert any(m.startswith("partition 3 is written and marked done") for m in caplog.messages)
     assert _chunk_digest(out) == before
     zarr.open_array(str(out / "done"), mode="r+")[3] = 0
     with pytest.raises(PartitionError, match=r"^Partition 3 "):
-        _run_tasks(X, failing, np.float64, out, [3], fault_cluster, False, n, n - 1)
+        run_chunk_writes(X, failing, np.float64, out, [3], fault_cluster, False, n, n - 1)

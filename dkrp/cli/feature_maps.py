@@ -374,12 +374,13 @@ def _fitted_projector(path):
     from pathlib import Path
 
     from .._spec import load
+    from .._store import read_attrs
     from ..base import BaseProjector
-    from ..feature_store.format import FEATURES_FORMAT, _read_attrs, done_chunks
+    from ..feature_store.format import FEATURES_FORMAT, done_chunks
 
     path = Path(path)
     if path.is_dir():
-        attrs = _read_attrs(path)
+        attrs = read_attrs(path)
         if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
             raise ValueError(f"--like {path}: not a dkrp feature store (give the features "
                              "made from the training set, not a dataset store).")
