@@ -51,7 +51,7 @@ _PROJECTORS: dict = {}
 _PROJECTORS_LOCK = threading.Lock()
 
 
-def _worker_address() -> str | None:
+def worker_address() -> str | None:
     try:
         from distributed import get_worker
 
@@ -72,14 +72,14 @@ def cached_projector(spec_text: str):
             try:
                 est = rebuild(spec_text)
             except SpecError as exc:
-                where = _worker_address()
+                where = worker_address()
                 host = f"worker {where}" if where else f"process {os.getpid()}"
                 raise SpecError(f"On {host}: {exc}") from exc
             _PROJECTORS[key] = est
     return est
 
 
-def _task_threads() -> int:
+def task_threads() -> int:
     """Threads one task may use: its worker's share of the CPUs over its task threads.
 
     A worker's share is ``DKRP_NUM_THREADS`` when set (:func:`dkrp.parallel.
@@ -150,7 +150,7 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, output="
         )
     if not checked:
         check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
-    with limit_threads(_task_threads()):
+    with limit_threads(task_threads()):
         out = est.output_block(block, output)
     return np.ascontiguousarray(out, dtype=est.output_spec(output, dtype)[1])
 
