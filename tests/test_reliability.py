@@ -22,6 +22,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
+from conftest import store_digest
 
 from dkrp import PolynomialRandomProjection
 from dkrp.feature_store import open_features, write_features
@@ -42,12 +43,6 @@ KRP_PARAMS = dict(degree=2, n_components=256, n_hyperplanes=512, n_terms=2)
 
 def _krp(seed=11):
     return PolynomialRandomProjection(**KRP_PARAMS, random_state=seed).fit_n_features(N_FEATURES)
-
-
-def _digest(path):
-    from test_feature_store import store_digest
-
-    return store_digest(path)
 
 
 def _n_done(store) -> int:
@@ -109,7 +104,7 @@ def test_worker_killed_mid_run_gives_identical_store(clean_store, tmp_path):
                                  fingerprint=_fingerprint_of_reference(reference))
     assert flag.exists(), "the kill hook never fired"
     assert summary["chunks_written"] == 48
-    assert _digest(out) == _digest(reference)
+    assert store_digest(out) == store_digest(reference)
 
 
 def _fingerprint_of_reference(reference):
@@ -178,7 +173,7 @@ def test_pipeline_killed_then_rerun_writes_only_missing_chunks(clean_store, tmp_
         assert (now.st_ino, now.st_mtime_ns, now.st_size) == (
             st.st_ino, st.st_mtime_ns, st.st_size)
     # byte-identical to the clean run on a cluster, written here by another process
-    assert _digest(out) == _digest(reference)
+    assert store_digest(out) == store_digest(reference)
 
 
 # -- R2, R4, R5, R6: a second fresh cluster whose tasks can be made to misbehave -------------
@@ -260,7 +255,7 @@ def _chunk_digest(path):
     A FaultyProjection store's attributes name its class and fault parameters; its
     features must equal KRP's bit for bit.
     """
-    return {k: v for k, v in _digest(path).items() if k.startswith(("Z/", "done/"))}
+    return {k: v for k, v in store_digest(path).items() if k.startswith(("Z/", "done/"))}
 
 
 def _done_mask(path):
@@ -298,10 +293,10 @@ def test_two_fresh_clusters_give_byte_identical_stores_and_another_seed_differs(
     X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
     same, other = tmp_path / "same.zarr", tmp_path / "seed12.zarr"
     write_features(X, _krp(), same, client=fault_cluster, progress=False)
-    assert _digest(same) == _digest(reference)
+    assert store_digest(same) == store_digest(reference)
 
     write_features(X, _krp(seed=12), other, client=fault_cluster, progress=False)
-    ref, new = _digest(reference), _digest(other)
+    ref, new = store_digest(reference), store_digest(other)
     assert ref.keys() == new.keys()
     changed = {k for k in ref if ref[k] != new[k]}
     chunks = {k for k in ref if k.startswith("Z/c/")}
@@ -502,7 +497,7 @@ def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tm
     import multiprocessing
 
     reference, _ = clean_store
-    expected = _digest(reference)
+    expected = store_digest(reference)
     # forked from a single-threaded server that has imported dkrp once: each run
     # starts in milliseconds, and a SIGKILL ends it like a crash
     ctx = multiprocessing.get_context("forkserver")
@@ -539,7 +534,7 @@ def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tm
         assert (summary["chunks_skipped"], summary["chunks_written"]) == (finished,
                                                                           48 - finished)
         assert _undecodable(out) == []
-        assert _digest(out) == expected, f"run {run} (killed after {n_done} chunks) differs"
+        assert store_digest(out) == expected, f"run {run} (killed after {n_done} chunks) differs"
 
 
 def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster, tmp_path,
