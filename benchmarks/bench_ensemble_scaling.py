@@ -219,15 +219,15 @@ def partition_voters(n, rows, min_voters):
 def warm_up():
     """Import and compile what a voter uses (maps, solvers): a long-lived cluster has."""
     import dkrp
-    from dkrp.ensemble.voters import _train_voter, make_model
+    from dkrp.ensemble.voters import make_model, train_voter
 
     X = np.random.default_rng(0).random((200, SIDE * SIDE), dtype=np.float32)
     y = np.arange(200) % 10
     for solver in ("dual", "sgd"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _train_voter(X, y, dkrp.RandomFourierFeatures(gamma=0.01, n_components=50,
-                                                          random_state=0),
+            train_voter(X, y, dkrp.RandomFourierFeatures(gamma=0.01, n_components=50,
+                                                         random_state=0),
                          make_model(solver, 1.0, 200, 50, 0), 0)
 
 

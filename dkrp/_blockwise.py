@@ -51,7 +51,7 @@ _PROJECTORS: dict = {}
 _PROJECTORS_LOCK = threading.Lock()
 
 
-def _worker_address() -> str | None:
+def worker_address() -> str | None:
     try:
         from distributed import get_worker
 
@@ -60,7 +60,7 @@ def _worker_address() -> str | None:
         return None
 
 
-def _cached_projector(spec_text: str):
+def cached_projector(spec_text: str):
     """Rebuild (once per process) the projector of ``spec_text``; verify its checksum."""
     key = hashlib.sha256(spec_text.encode("utf-8")).hexdigest()
     est = _PROJECTORS.get(key)
@@ -72,14 +72,14 @@ def _cached_projector(spec_text: str):
             try:
                 est = rebuild(spec_text)
             except SpecError as exc:
-                where = _worker_address()
+                where = worker_address()
                 host = f"worker {where}" if where else f"process {os.getpid()}"
                 raise SpecError(f"On {host}: {exc}") from exc
             _PROJECTORS[key] = est
     return est
 
 
-def _task_threads() -> int:
+def task_threads() -> int:
     """Threads one task may use: its worker's share of the CPUs over its task threads.
 
     A worker's share is ``DKRP_NUM_THREADS`` when set (:func:`dkrp.parallel.
@@ -132,7 +132,7 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, output="
     """
     from ._threading import limit_threads
 
-    est = _cached_projector(spec_text)
+    est = cached_projector(spec_text)
     dtype = np.dtype(dtype)
     if sp.issparse(block):
         block = sp.csr_matrix(block) if block.format != "csr" else block
@@ -150,7 +150,7 @@ def transform_partition(block, spec_text, dtype, row_offset, partition, output="
         )
     if not checked:
         check_finite_rows(block, row_offset=int(row_offset), partition=int(partition))
-    with limit_threads(_task_threads()):
+    with limit_threads(task_threads()):
         out = est.output_block(block, output)
     return np.ascontiguousarray(out, dtype=est.output_spec(output, dtype)[1])
 

@@ -405,7 +405,7 @@ def read_checked(store, name, kind, array=None, chunks=None, allow_missing=False
 # -- verification ------------------------------------------------------------------------
 
 
-def _check_chunks(array_dir, coords_list):
+def check_chunks(array_dir, coords_list):
     """Read each chunk of ``coords_list`` back; ``[(coords, detail)]`` for those that fail.
 
     Runs on a worker; a missing file is reported by :func:`check_arrays` beforehand.
@@ -475,7 +475,7 @@ def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
         chunk_bytes = max(1, int(np.prod(array.chunks)) * np.dtype(array.dtype).itemsize)
         per_task = max(1, batch_bytes // chunk_bytes)
         for start in range(0, len(present), per_task):
-            tasks.append((name, array, dask.delayed(_check_chunks, pure=True)(
+            tasks.append((name, array, dask.delayed(check_chunks, pure=True)(
                 str(array_dir), present[start : start + per_task])))
     if tasks:
         delayed = [t for _, _, t in tasks]

@@ -47,7 +47,7 @@ DEMO_MAX_ITER = 200
 
 
 @contextlib.contextmanager
-def _timer():
+def timer():
     box = {}
     t0 = time.perf_counter()
     try:
@@ -120,7 +120,7 @@ def linear_svm_accuracy(Z_train, y_train, Z_test, y_test, *, C=1.0, max_iter=100
                         random_state=random_state)
     if standardize:
         model = make_pipeline(StandardScaler(), model)
-    with _timer() as t, warnings.catch_warnings(record=True) as caught:
+    with timer() as t, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         model.fit(Z_train, y_train)
     out = _scores(y_test, model.predict(Z_test), positive_label)
@@ -144,9 +144,9 @@ def kernel_svm_accuracy(X_train, y_train, X_test, y_test, *, kernel="poly", C=1.
     """
     from sklearn.svm import SVC
 
-    with _timer() as t:
+    with timer() as t:
         model = SVC(kernel=kernel, C=C, **params).fit(X_train, y_train)
-    with _timer() as p:
+    with timer() as p:
         predicted = model.predict(X_test)
     out = _scores(y_test, predicted, positive_label)
     out["train_seconds"] = t["seconds"]
@@ -212,7 +212,7 @@ def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=
     folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(A, y_train))
     gram = A.shape[0] <= gram_limit
     scores = {}
-    with _timer() as t:
+    with timer() as t:
         K = A @ A.T if gram else None
         for C in Cs:
             hits = []
@@ -257,7 +257,7 @@ def ridge_mse(Z_train, y_train, Z_test, y_test, *, alpha=1.0):
     """
     from sklearn.linear_model import Ridge
 
-    with _timer() as t:
+    with timer() as t:
         model = Ridge(alpha=alpha, fit_intercept=False).fit(Z_train, y_train)
     residual = model.predict(Z_test) - np.asarray(y_test)
     return {"mse": float(np.mean(residual ** 2)), "train_seconds": t["seconds"]}
@@ -276,7 +276,7 @@ def kernel_ridge_mse(X_train, y_train, X_test, y_test, *, gamma, alpha=1.0):
     """
     from sklearn.kernel_ridge import KernelRidge
 
-    with _timer() as t:
+    with timer() as t:
         model = KernelRidge(alpha=alpha, kernel="rbf", gamma=gamma).fit(X_train, y_train)
     residual = model.predict(X_test) - np.asarray(y_test)
     return {"mse": float(np.mean(residual ** 2)), "train_seconds": t["seconds"]}
@@ -371,7 +371,7 @@ def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True
                else make_scorer(f1_score, pos_label=positive_label))
     splitter = StratifiedKFold(n_splits=int(folds), shuffle=True, random_state=seed)
     scores = {}
-    with _timer() as t, warnings.catch_warnings():
+    with timer() as t, warnings.catch_warnings():
         # a fold stopped at max_iter still scores; the final fit reports convergence
         warnings.simplefilter("ignore", ConvergenceWarning)
         for C in grid:
@@ -565,7 +565,7 @@ def run_demo(
                 npy.unlink(missing_ok=True)
         for label, projector, C in _demo_projectors(dataset, n_features, X_train, seed):
             step(f"featurizing with {label} on the cluster")
-            with _timer() as t:
+            with timer() as t:
                 Z = {}
                 for part in ("train", "test"):
                     out = workdir / f"{dataset}-{part}-{type(projector).__name__}.zarr"
@@ -663,7 +663,7 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
     if classifier == "auto":
         nbytes = (n_train or Z.shape[0]) * Z.shape[1] * Z.dtype.itemsize
         classifier = "linearsvc" if nbytes <= max_in_memory_bytes else "sgd"
-    with _timer() as t:
+    with timer() as t:
         if classifier == "linearsvc":
             from sklearn.pipeline import make_pipeline
             from sklearn.preprocessing import StandardScaler

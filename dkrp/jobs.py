@@ -385,8 +385,9 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
         grid than the ``chunk_rows`` asked for, without ``overwrite``).
     """
     from ._blockwise import output_dtype
+    from ._store import read_attrs
     from .feature_store.encoding import row_bytes
-    from .feature_store.format import FEATURES_FORMAT, _read_attrs
+    from .feature_store.format import FEATURES_FORMAT
     from .feature_store.plan import chunk_rows_refusal, model_bytes, new_chunk_rows, task_memory
 
     path = Path(dest).expanduser().absolute()
@@ -395,7 +396,7 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     out_dtype = np.dtype(output_dtype(X, dtype))
     stored = np.dtype(np.uint8 if bits else store_dtype or out_dtype)
     per_row = row_bytes(k or 0, out_dtype, bits=bits, store_dtype=store_dtype)
-    old = _read_attrs(path) if path.is_dir() else None
+    old = read_attrs(path) if path.is_dir() else None
     refusal = None
     if old is not None and old.get("dkrp_format") == FEATURES_FORMAT:
         rows = int(old["chunk_rows"])

@@ -162,6 +162,27 @@ def assert_projects_into_out(estimator, X, n_projections):
         assert out.tobytes() == estimator._project_block(Xd, dtype).tobytes()
 
 
+def store_digest(path) -> dict:
+    """Relative path -> sha256 of every file in a store."""
+    import hashlib
+
+    path = Path(path)
+    return {
+        str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(path.rglob("*"))
+        if f.is_file()
+    }
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a scheduler subprocess)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def stop_processes(procs, logs=()):
     """Terminate real scheduler/worker subprocesses (last started first), then close logs."""
     for p in reversed(procs):

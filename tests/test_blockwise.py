@@ -269,20 +269,20 @@ def test_cached_projector_is_rebuilt_once_per_process_and_names_where_it_failed(
 
     krp = _krp()
     text = spec_json(krp)
-    first = _blockwise._cached_projector(text)
+    first = _blockwise.cached_projector(text)
     assert first.spec_checksum_ == krp.spec_checksum_
-    assert _blockwise._cached_projector(text) is first  # cached, not rebuilt
+    assert _blockwise.cached_projector(text) is first  # cached, not rebuilt
     bad = text.replace('"random_state":7', '"random_state":8')  # the checksum of seed 7
     with pytest.raises(SpecError, match=rf"^On process {os.getpid()}: \S"):
-        _blockwise._cached_projector(bad)
-    assert _blockwise._worker_address() is None
+        _blockwise.cached_projector(bad)
+    assert _blockwise.worker_address() is None
     # in a worker (a real LocalCluster, its workers in this process): the worker is named
     with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
             Client(cluster) as client:
         (address,) = client.scheduler_info()["workers"]
-        assert client.submit(_blockwise._worker_address, pure=False).result() == address
+        assert client.submit(_blockwise.worker_address, pure=False).result() == address
         with pytest.raises(SpecError, match=rf"^On worker {address}: \S"):
-            client.submit(_blockwise._cached_projector, bad, pure=False).result()
+            client.submit(_blockwise.cached_projector, bad, pure=False).result()
 
 
 @pytest.mark.parametrize(("configured", "threads", "expected"),
@@ -293,7 +293,7 @@ def test_task_threads_are_the_workers_share_over_its_threads(monkeypatch, config
     # without it one thread per task
     from distributed import Client
 
-    from dkrp._blockwise import _task_threads
+    from dkrp._blockwise import task_threads
     from dkrp.parallel import start_local_cluster
 
     if configured is None:
@@ -302,7 +302,7 @@ def test_task_threads_are_the_workers_share_over_its_threads(monkeypatch, config
         monkeypatch.setenv("DKRP_NUM_THREADS", configured)
     with start_local_cluster(n_workers=1, threads_per_worker=threads,
                              processes=False) as cluster, Client(cluster) as client:
-        assert client.submit(_task_threads, pure=False).result() == expected
+        assert client.submit(task_threads, pure=False).result() == expected
 
 
 def test_map_block_without_block_info_is_the_first_block():

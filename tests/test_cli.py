@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import stop_processes
+from conftest import free_port, stop_processes
 
 from dkrp.cli import main
 from dkrp.feature_store import open_features
@@ -160,15 +159,9 @@ def test_demo_runs_on_digits(tmp_path, scheduler_address):
     assert min(acc.values()) > 0.9
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_featurize_against_real_scheduler_and_workers(tmp_path):
     # `dask scheduler` + two `dask worker` processes on 127.0.0.1, then `dkrp featurize --scheduler`
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]), "DKRP_NUM_THREADS": "1"}

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 import dkrp
 from dkrp.cli import main
-from dkrp.cli._group import _cli_wording
+from dkrp.cli._group import cli_wording
 from dkrp.errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
 
 #: ``name=value`` as Python spells a keyword argument
@@ -88,14 +88,14 @@ def test_flags_come_from_the_commands_own_options():
     said = Message("{} {} {} {} {} {}", Param("zero_based", True), Param("zero_based", False),
                    Param("drop_columns", ["Id", "a b"]), Param("n_features", 300),
                    Param("overwrite", True), Param("label_column"))
-    assert _cli_wording(said, ingest) == (
+    assert cli_wording(said, ingest) == (
         "--zero-based --one-based --drop-column Id --drop-column 'a b' --n-features 300 "
         "--overwrite --label-column")
     said = Message("{} {} {} {}", Param("random_state", 3), Param("scale_rows", "unit"),
                    Param("gamma", "scale"), Param("overwrite", True, command="ingest"))
-    assert _cli_wording(said, featurize) == "--seed 3 --scale-rows unit --gamma scale --overwrite"
+    assert cli_wording(said, featurize) == "--seed 3 --scale-rows unit --gamma scale --overwrite"
     # export's --to is the option named fmt; the library's parameter is to
-    assert _cli_wording(Message("{}", Param("to", "npy")), main.commands["export"]) == "--to npy"
+    assert cli_wording(Message("{}", Param("to", "npy")), main.commands["export"]) == "--to npy"
 
 
 # --- "it takes feature_map, ..., random_state" --------------------------------------------
@@ -134,8 +134,8 @@ def test_a_task_too_large_for_the_workers_names_the_chunk_rows_to_use():
 
     said = _does_not_fit(_job_plan("create"), 2**28, 512)
     assert _python_only(said).endswith(" Use chunk_rows=512 or less.")
-    assert _cli_wording(said, main.commands["featurize"]).endswith(" Use --chunk-rows 512 or less.")
-    resumed = _cli_wording(_does_not_fit(_job_plan("resume"), 2**28, 512),
+    assert cli_wording(said, main.commands["featurize"]).endswith(" Use --chunk-rows 512 or less.")
+    resumed = cli_wording(_does_not_fit(_job_plan("resume"), 2**28, 512),
                            main.commands["featurize"])
     assert "(--memory-limit)" in resumed and resumed.endswith("with --chunk-rows 512.")
     assert not PYTHON_SPELLING.search(resumed) and "memory_limit" not in resumed
@@ -298,7 +298,7 @@ def test_a_failed_partition_offers_retries_in_each_ones_words(tmp_path):
 
     exc = _partition_failure(OSError("disk gone"), 3, (30, 39), tmp_path / "f.zarr", 1)
     assert str(exc).endswith(" (or pass retries=N if the error is transient).")
-    assert _cli_wording(pickle.loads(pickle.dumps(exc)).args[0],
+    assert cli_wording(pickle.loads(pickle.dumps(exc)).args[0],
                         main.commands["featurize"]).endswith(
         " (or pass --retries N if the error is transient).")
 

@@ -5,7 +5,6 @@ The cluster-backed and kill tests are in test_reliability.py.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import threading
@@ -15,6 +14,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
+from conftest import store_digest
 
 from dkrp import PolynomialRandomProjection, RandomFourierFeatures
 from dkrp.feature_store import (
@@ -24,16 +24,6 @@ from dkrp.feature_store import (
     plan_features,
     write_features,
 )
-
-
-def store_digest(path) -> dict:
-    """Relative path -> sha256 of every file in a store."""
-    path = Path(path)
-    return {
-        str(f.relative_to(path)): hashlib.sha256(f.read_bytes()).hexdigest()
-        for f in sorted(path.rglob("*"))
-        if f.is_file()
-    }
 
 
 def _krp(seed=3, **params):

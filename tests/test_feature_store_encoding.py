@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import zarr
 from click.testing import CliRunner
+from conftest import store_digest
 
 import dkrp
 from dkrp.cli import main
@@ -35,12 +36,6 @@ pytestmark = pytest.mark.cluster
 N_ROWS, N_FEATURES, CHUNK = 2000, 10, 256  # 8 chunks (the last one short); 256: SPE's row block
 M = 300  # not a multiple of 8: 38 bytes per row, the last with 4 padding bits
 FIXTURES = Path(__file__).parent / "fixtures" / "v0_1_0"
-
-
-def store_digest(path) -> dict:
-    from test_feature_store import store_digest as digest
-
-    return digest(path)
 
 
 @pytest.fixture(scope="module")

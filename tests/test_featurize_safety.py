@@ -379,7 +379,7 @@ def test_embedded_workers_log_nothing_while_the_cluster_closes(outcome, tmp_path
     import click
     from distributed.diagnostics.plugin import WorkerPlugin
 
-    from dkrp.cli._group import _client
+    from dkrp.cli._group import cluster_client
 
     record = tmp_path / "levels"
 
@@ -390,7 +390,7 @@ def test_embedded_workers_log_nothing_while_the_cluster_closes(outcome, tmp_path
 
     expect = pytest.raises(click.ClickException) if outcome == "error" else contextlib.nullcontext()
     with expect:
-        with _client(None, None, 1, None, quiet=True) as client:
+        with cluster_client(None, None, 1, None, quiet=True) as client:
             client.register_plugin(LevelAtClose())
             if outcome == "error":
                 raise click.ClickException("the command's one line")

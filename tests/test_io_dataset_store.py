@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from dkrp.cli import main
 from dkrp.io import ingest, open_dataset
-from dkrp.io.dataset_store import _create_csr, _read_csr_block, _write_csr_block
+from dkrp.io.dataset_store import _read_csr_block, create_csr, write_csr_block
 from dkrp.stores import describe_store
 
 
@@ -91,10 +91,10 @@ def test_csr_block_codec_round_trip(tmp_path):
     group = zarr.open_group(str(tmp_path / "s"), mode="w", zarr_format=3)
     blocks = [X[0:3], X[3:6], X[6:7]]
     capacity = max(b.nnz for b in blocks)
-    xg = _create_csr(group, 7, 9, 3, len(blocks), X.nnz, capacity, np.dtype("int32"),
-                     np.dtype("float64"))
+    xg = create_csr(group, 7, 9, 3, len(blocks), X.nnz, capacity, np.dtype("int32"),
+                    np.dtype("float64"))
     for b, block in enumerate(blocks):
-        _write_csr_block(xg, b, block, 3, "float64")
+        write_csr_block(xg, b, block, 3, "float64")
     assert xg["indptr"][2].tolist() == [0, blocks[2].nnz, blocks[2].nnz, blocks[2].nnz]
     for b, block in enumerate(blocks):
         got = _read_csr_block(str(tmp_path / "s" / "X"), b, block.shape[0], 9)

@@ -187,9 +187,9 @@ def _widest_pool():
 
 
 def _task_thread_budget(_):
-    from dkrp._blockwise import _task_threads
+    from dkrp._blockwise import task_threads
 
-    return _task_threads()
+    return task_threads()
 
 
 def _set_dkrp_threads(value):

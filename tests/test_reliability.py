@@ -22,6 +22,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
+from conftest import store_digest
 
 from dkrp import PolynomialRandomProjection
 from dkrp.feature_store import open_features, write_features
@@ -42,12 +43,6 @@ KRP_PARAMS = dict(degree=2, n_components=256, n_hyperplanes=512, n_terms=2)
 
 def _krp(seed=11):
     return PolynomialRandomProjection(**KRP_PARAMS, random_state=seed).fit_n_features(N_FEATURES)
-
-
-def _digest(path):
-    from test_feature_store import store_digest
-
-    return store_digest(path)
 
 
 def _n_done(store) -> int:
@@ -109,7 +104,7 @@ def test_worker_killed_mid_run_gives_identical_store(clean_store, tmp_path):
                                  fingerprint=_fingerprint_of_reference(reference))
     assert flag.exists(), "the kill hook never fired"
     assert summary["chunks_written"] == 48
-    assert _digest(out) == _digest(reference)
+    assert store_digest(out) == store_digest(reference)
 
 
 def _fingerprint_of_reference(reference):
@@ -178,26 +173,69 @@ def test_pipeline_killed_then_rerun_writes_only_missing_chunks(clean_store, tmp_
         assert (now.st_ino, now.st_mtime_ns, now.st_size) == (
             st.st_ino, st.st_mtime_ns, st.st_size)
     # byte-identical to the clean run on a cluster, written here by another process
-    assert _digest(out) == _digest(reference)
+    assert store_digest(out) == store_digest(reference)
 
 
 # -- R2, R4, R5, R6: a second fresh cluster whose tasks can be made to misbehave -------------
 
 
-@pytest.fixture(scope="module")
-def fault_cluster():
+class _FaultCluster:
     """Two fresh workers (2 threads each) that preload dkrp.testing.faulty.
 
     The scheduler drops a silent worker after 5 s (worker-ttl) and gives a task up
     after it has killed 2 workers (allowed-failures=1), to keep R4 and R5 short.
+    The tests kill, hang and exit its workers; their nannies start replacements.
+    Should a replacement never register (seen once in CI under load: distributed's
+    nanny gave up on a worker that died while being replaced), the next test gets a
+    fresh cluster rather than inheriting one worker.
     """
-    from distributed import Client
 
-    with start_local_cluster(
-        n_workers=2, threads_per_worker=2, preload=["dkrp.testing.faulty"],
-        scheduler_kwargs={"worker_ttl": "5s", "allowed_failures": 1},
-    ) as cluster, Client(cluster, set_as_default=False) as client:
-        yield client
+    def __init__(self):
+        self._stack = None
+        self.client = None
+
+    def start(self):
+        import contextlib
+
+        from distributed import Client
+
+        self._stack = contextlib.ExitStack()
+        cluster = self._stack.enter_context(start_local_cluster(
+            n_workers=2, threads_per_worker=2, preload=["dkrp.testing.faulty"],
+            scheduler_kwargs={"worker_ttl": "5s", "allowed_failures": 1},
+        ))
+        self.client = self._stack.enter_context(Client(cluster, set_as_default=False))
+
+    def close(self):
+        if self._stack is not None:
+            self._stack.close()
+        self._stack = self.client = None
+
+    def ready_client(self):
+        """The client, with both workers running (a fresh cluster if one never came)."""
+        if self.client is None:
+            self.start()
+        elif not _wait_for_two_workers(self.client):
+            logging.getLogger(__name__).warning(
+                "fault_cluster: a worker never came back; starting a fresh cluster")
+            self.close()
+            self.start()
+        return self.client
+
+
+@pytest.fixture(scope="module")
+def _fault_clusters():
+    holder = _FaultCluster()
+    try:
+        yield holder
+    finally:
+        holder.close()
+
+
+@pytest.fixture
+def fault_cluster(_fault_clusters):
+    """A client of :class:`_FaultCluster` whose two workers are running."""
+    return _fault_clusters.ready_client()
 
 
 def _faulty(**fault):
@@ -217,7 +255,7 @@ def _chunk_digest(path):
     A FaultyProjection store's attributes name its class and fault parameters; its
     features must equal KRP's bit for bit.
     """
-    return {k: v for k, v in _digest(path).items() if k.startswith(("Z/", "done/"))}
+    return {k: v for k, v in store_digest(path).items() if k.startswith(("Z/", "done/"))}
 
 
 def _done_mask(path):
@@ -232,8 +270,20 @@ def _is_complete(path):
     return zarr.open_group(str(path), mode="r").attrs["complete"] is True
 
 
-def _wait_for_two_workers(client):
-    client.wait_for_workers(2, timeout=120)
+def _wait_for_two_workers(client, timeout=90):
+    """Wait for the nannies to replace killed workers; False if one did not come back.
+
+    A test that killed a worker waits here, so the next test starts with two; it does
+    not fail on a nanny that gave up (that is distributed's, not dkrp's, and the next
+    test's fixture starts a fresh cluster).
+    """
+    from distributed.exceptions import WorkerStartTimeoutError
+
+    try:
+        client.wait_for_workers(2, timeout=timeout)
+    except WorkerStartTimeoutError:
+        return False
+    return True
 
 
 def test_two_fresh_clusters_give_byte_identical_stores_and_another_seed_differs(
@@ -243,10 +293,10 @@ def test_two_fresh_clusters_give_byte_identical_stores_and_another_seed_differs(
     X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
     same, other = tmp_path / "same.zarr", tmp_path / "seed12.zarr"
     write_features(X, _krp(), same, client=fault_cluster, progress=False)
-    assert _digest(same) == _digest(reference)
+    assert store_digest(same) == store_digest(reference)
 
     write_features(X, _krp(seed=12), other, client=fault_cluster, progress=False)
-    ref, new = _digest(reference), _digest(other)
+    ref, new = store_digest(reference), store_digest(other)
     assert ref.keys() == new.keys()
     changed = {k for k in ref if ref[k] != new[k]}
     chunks = {k for k in ref if k.startswith("Z/c/")}
@@ -447,7 +497,7 @@ def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tm
     import multiprocessing
 
     reference, _ = clean_store
-    expected = _digest(reference)
+    expected = store_digest(reference)
     # forked from a single-threaded server that has imported dkrp once: each run
     # starts in milliseconds, and a SIGKILL ends it like a crash
     ctx = multiprocessing.get_context("forkserver")
@@ -484,7 +534,7 @@ def test_runs_killed_at_random_points_resume_to_identical_stores(clean_store, tm
         assert (summary["chunks_skipped"], summary["chunks_written"]) == (finished,
                                                                           48 - finished)
         assert _undecodable(out) == []
-        assert _digest(out) == expected, f"run {run} (killed after {n_done} chunks) differs"
+        assert store_digest(out) == expected, f"run {run} (killed after {n_done} chunks) differs"
 
 
 def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster, tmp_path,
@@ -496,7 +546,7 @@ def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster,
     import zarr
 
     from dkrp.feature_store import PartitionError
-    from dkrp.feature_store.tasks import _run_tasks
+    from dkrp.feature_store.tasks import run_chunk_writes
 
     X = da.from_array(_data(), chunks=(CHUNK, N_FEATURES))
     out = tmp_path / "features.zarr"
@@ -506,9 +556,9 @@ def test_a_failed_rerun_of_a_chunk_already_marked_done_is_ignored(fault_cluster,
                       state_dir=str(tmp_path / "faults"))
     n = len(X.chunks[0])
     with caplog.at_level(logging.INFO, logger="dkrp.feature_store.tasks"):
-        _run_tasks(X, failing, np.float64, out, [3, 5], fault_cluster, False, n, n - 2)
+        run_chunk_writes(X, failing, np.float64, out, [3, 5], fault_cluster, False, n, n - 2)
     assert any(m.startswith("partition 3 is written and marked done") for m in caplog.messages)
     assert _chunk_digest(out) == before
     zarr.open_array(str(out / "done"), mode="r+")[3] = 0
     with pytest.raises(PartitionError, match=r"^Partition 3 "):
-        _run_tasks(X, failing, np.float64, out, [3], fault_cluster, False, n, n - 1)
+        run_chunk_writes(X, failing, np.float64, out, [3], fault_cluster, False, n, n - 1)

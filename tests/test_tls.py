@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import stop_processes
+from conftest import free_port, stop_processes
 
 from dkrp import PolynomialRandomProjection
 from dkrp.feature_store import open_features
@@ -69,19 +68,13 @@ def _write_certificates(folder: Path) -> dict:
     return paths
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def tls_cluster(tmp_path):
     """A real `dask scheduler --protocol tls` and two TLS `dask worker` processes."""
     certs = _write_certificates(tmp_path)
     tls = ["--tls-ca-file", str(certs["ca"]), "--tls-cert", str(certs["cert"]),
            "--tls-key", str(certs["key"])]
-    port = _free_port()
+    port = free_port()
     address = f"tls://127.0.0.1:{port}"
     env = {**os.environ, "DKRP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),

@@ -58,7 +58,7 @@ def _flag(command, param) -> str | None:
     return " ".join(f"{long} {shlex.quote(str(v))}" for v in values)
 
 
-def _cli_wording(message, command=None) -> str:
+def cli_wording(message, command=None) -> str:
     """``message`` as the command line says it: each parameter it names as a flag.
 
     A :class:`dkrp.errors.Message` is rendered with the options of ``command``
@@ -83,7 +83,7 @@ def error_message(exc: BaseException, command=None) -> str:
             text = str(exc) or type(exc).__name__
             return f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
                 ("No ", "Input")) else text
-        return _cli_wording(render_message(exc), command) if str(exc) else type(exc).__name__
+        return cli_wording(render_message(exc), command) if str(exc) else type(exc).__name__
     if isinstance(exc, EOFError):
         return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
                 "file against its checksum; rerun with -v for where it happened.")
@@ -120,7 +120,7 @@ def _print_traceback(exc):
 
 
 @contextlib.contextmanager
-def _as_click_errors():
+def as_click_errors():
     try:
         yield
     except click.ClickException:
@@ -128,10 +128,10 @@ def _as_click_errors():
     except _user_errors() as exc:
         from ..errors import render_message
 
-        raise click.ClickException(_cli_wording(render_message(exc))) from exc
+        raise click.ClickException(cli_wording(render_message(exc))) from exc
 
 
-def _cluster_options(func):
+def cluster_options(func):
     options = [
         click.option("--scheduler", metavar="ADDRESS",
                      help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 "
@@ -149,7 +149,7 @@ def _cluster_options(func):
 
 
 @contextlib.contextmanager
-def _client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
+def cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet=False):
     import dask
 
     from ..parallel import connect
@@ -280,7 +280,7 @@ def main(verbose):
         logging.getLogger(name).setLevel(level)
 
 
-def _parse_float_or(name, value, word):
+def parse_float_or(name, value, word):
     if value is None or value == word:
         return value
     try:

@@ -8,7 +8,7 @@ import signal
 
 import click
 
-from ._group import _as_click_errors, _client, _cluster_options, main
+from ._group import as_click_errors, cluster_client, cluster_options, main
 
 
 @contextlib.contextmanager
@@ -38,7 +38,7 @@ def _terminate_as_interrupt():
               help="Keep the Zarr stores here (default: a temporary directory).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--max-train", type=click.IntRange(min=10), help="Subsample the training rows.")
-@_cluster_options
+@cluster_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers, memory_limit,
          quiet):
@@ -63,8 +63,8 @@ def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers
         if not quiet:
             click.echo(f"demo [{time.perf_counter() - t0:6.1f} s]: {line}...", err=True)
 
-    with _terminate_as_interrupt(), _as_click_errors(), \
-            _client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as c:
+    with _terminate_as_interrupt(), as_click_errors(), \
+            cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as c:
         # a temporary workdir is removed on the way out, Ctrl-C and `kill` included
         rows = run_demo(dataset, client=c, workdir=workdir, seed=seed, max_train=max_train,
                         progress=not quiet, report=report)

@@ -8,7 +8,7 @@ import time
 import click
 
 from ..experiments import EXPERIMENTS
-from ._group import _as_click_errors, _client, _cluster_options, main
+from ._group import as_click_errors, cluster_client, cluster_options, main
 
 
 def _parse_set(values):
@@ -47,7 +47,7 @@ def _parse_set(values):
                    "there; your other files in it stay. Never a full result by a quick run.")
 @click.option("--local", is_flag=True,
               help="Featurize in this process instead of on a Dask cluster.")
-@_cluster_options
+@cluster_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 def experiment(name, list_, profile, repeats, seed, output, settings, tag, overwrite, local,
                scheduler, scheduler_file, n_workers, memory_limit, quiet):
@@ -87,7 +87,7 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, overw
     if name == "report":
         from ..experiments.report import write_report
 
-        with _as_click_errors():
+        with as_click_errors():
             path = write_report(output)
         click.echo(f"wrote {path}")
         return
@@ -95,7 +95,7 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, overw
     from ..experiments._outputs import check_output
 
     overrides = _parse_set(settings)
-    with _as_click_errors():  # before a cluster starts
+    with as_click_errors():  # before a cluster starts
         check_output(name, profile=profile, output=output, tag=tag, overwrite=overwrite)
     t0 = time.perf_counter()
 
@@ -103,7 +103,7 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, overw
         if not quiet:
             click.echo(f"[{time.perf_counter() - t0:7.1f} s] {line}", err=True)
 
-    with _as_click_errors():
+    with as_click_errors():
         if local:
             if scheduler or scheduler_file or n_workers or memory_limit:
                 raise click.UsageError("--local runs without a cluster; drop the cluster options.")
@@ -111,7 +111,8 @@ def experiment(name, list_, profile, repeats, seed, output, settings, tag, overw
                                     seed=seed, report=report, overrides=overrides, tag=tag,
                                     overwrite=overwrite)
         else:
-            with _client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as client:
+            with cluster_client(scheduler, scheduler_file, n_workers, memory_limit,
+                                quiet) as client:
                 folder = run_experiment(name, profile=profile, repeats=repeats, output=output,
                                         seed=seed, client=client, report=report,
                                         overrides=overrides, tag=tag, overwrite=overwrite)

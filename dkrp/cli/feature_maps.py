@@ -24,12 +24,12 @@ from .._choices import (
 from ..methods import method_names
 from ._confirm import parse_size
 from ._group import (
-    _as_click_errors,
-    _cli_wording,
-    _client,
-    _cluster_options,
-    _parse_float_or,
+    as_click_errors,
+    cli_wording,
+    cluster_client,
+    cluster_options,
     main,
+    parse_float_or,
 )
 
 
@@ -118,7 +118,7 @@ class _FeaturizeCommand(click.Command):
               type=click.Path(exists=True, dir_okay=False),
               help="Apply the fitted map saved in SPEC.json (est.save(...), or "
                    "`dkrp info --spec STORE > SPEC.json`). Takes no method options.")
-@_cluster_options
+@cluster_options
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
               help="Run a partition's task up to N more times when it raises (e.g. a "
                    "transient I/O error). Workers that die are handled by Dask itself "
@@ -190,8 +190,8 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     if bits and store_dtype:
         raise click.ClickException("--bits stores packed uint8 signs: drop --store-dtype or "
                                    "--bits.")
-    density = _parse_float_or("--density", density, "auto")
-    gamma = _parse_float_or("--gamma", gamma, "scale")
+    density = parse_float_or("--density", density, "auto")
+    gamma = parse_float_or("--gamma", gamma, "scale")
 
     def on_fit(projector, seconds):
         if quiet:
@@ -242,7 +242,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                    f"{summary['n_chunks']} chunks of {summary['chunk_rows']} rows; one task "
                    f"needs about {format_bytes(summary['task_memory'])}. Nothing was written.")
         if summary.get("refusal"):
-            click.echo(f"The real run would stop: {_cli_wording(summary['refusal'])}")
+            click.echo(f"The real run would stop: {cli_wording(summary['refusal'])}")
         return
     click.echo(_summary_line(summary, time.perf_counter() - started))
 
@@ -374,12 +374,13 @@ def _fitted_projector(path):
     from pathlib import Path
 
     from .._spec import load
+    from .._store import read_attrs
     from ..base import BaseProjector
-    from ..feature_store.format import FEATURES_FORMAT, _read_attrs, done_chunks
+    from ..feature_store.format import FEATURES_FORMAT, done_chunks
 
     path = Path(path)
     if path.is_dir():
-        attrs = _read_attrs(path)
+        attrs = read_attrs(path)
         if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
             raise ValueError(f"--like {path}: not a dkrp feature store (give the features "
                              "made from the training set, not a dataset store).")
@@ -411,7 +412,7 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
     from ..jobs import featurize_to_store
     from ..methods import make_projector
 
-    with _as_click_errors(), contextlib.ExitStack() as stack:
+    with as_click_errors(), contextlib.ExitStack() as stack:
         if fitted_from:
             projector, scaling = _fitted_projector(fitted_from), {}
             if not quiet:
@@ -429,12 +430,12 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
         summary, _, _ = featurize_to_store(
             input_path, output, projector,
             client=lambda: stack.enter_context(
-                _client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
+                cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
             overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
             on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
             chunk_rows=chunk_rows, dry_run=dry_run, on_size=on_size, **(scaling or {}),
             **(store or {}),
-            on_warning=lambda line: click.echo(f"warning: {_cli_wording(line)}", err=True),
+            on_warning=lambda line: click.echo(f"warning: {cli_wording(line)}", err=True),
         )
     return summary
 

@@ -10,7 +10,7 @@ import click
 
 from ..methods import method_names
 from ._confirm import parse_duration
-from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or, main
+from ._group import as_click_errors, cluster_client, cluster_options, main, parse_float_or
 
 
 @main.command(short_help="Train a voting ensemble of random-feature linear SVMs.")
@@ -37,7 +37,7 @@ from ._group import _as_click_errors, _client, _cluster_options, _parse_float_or
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Ensemble seed; voter seeds derive from it.")
 @click.option("--overwrite", is_flag=True, help="Replace a model already in --out.")
-@_cluster_options
+@cluster_options
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
               help="Run a voter's task up to N more times when it raises (e.g. a transient I/O "
                    "error). Workers that die are handled by Dask itself "
@@ -81,8 +81,8 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
     from ..io import open_dataset
     from ._confirm import cluster_cores, embedded_cores
 
-    gamma = _parse_float_or("--gamma", gamma, "scale")
-    with _as_click_errors():
+    gamma = parse_float_or("--gamma", gamma, "scale")
+    with as_click_errors():
         check_save_target(Path(out), overwrite)  # before training, not after
         ds = open_dataset(train_path)
         if ds.y is None:
@@ -95,7 +95,7 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
         cores = embedded_cores(scheduler, scheduler_file, n_workers)
         if cores is not None:  # before the embedded cluster starts
             _announce_training(model, timing, cores, confirm_above, yes, quiet)
-        with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
+        with cluster_client(scheduler, scheduler_file, n_workers, memory_limit) as client:
             if cores is None:  # a running cluster: its cores are known now
                 _announce_training(model, timing, cluster_cores(client), confirm_above,
                                    yes, quiet)
@@ -153,7 +153,7 @@ def _announce_training(model, timing, cores, limit, yes, quiet):
 @click.option("--out", "out", type=click.Path(file_okay=False),
               help="Write the predictions to this Zarr store (array y_pred).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out store.")
-@_cluster_options
+@cluster_options
 @click.option("--retries", type=click.IntRange(min=0), default=0, show_default=True,
               help="Run a row block's task up to N more times when it raises (e.g. a transient I/O "
                    "error). Workers that die are handled by Dask itself "
@@ -177,7 +177,7 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
     from ..ensemble.scoring import unseen_classes_warning
     from ..io import open_dataset
 
-    with _as_click_errors():
+    with as_click_errors():
         model = load(model_dir)
         if not isinstance(model, RandomFeatureVotingClassifier):
             raise ValueError(f"{model_dir} holds a {type(model).__name__}, not a trained "
@@ -189,7 +189,7 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
                 "PRED.zarr to keep the predictions (they would be computed and thrown away).")
         if out is not None:
             _check_predictions_out(Path(out), overwrite)
-        with _client(scheduler, scheduler_file, n_workers, memory_limit) as client:
+        with cluster_client(scheduler, scheduler_file, n_workers, memory_limit) as client:
             result = evaluate(model, ds.X, ds.y, client=client, retries=retries)
         if out is not None:
             _write_predictions(out, result["y_pred"], model_dir, test_path)

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from .._choices import EXPORT_FORMATS, FLOAT_DTYPE_NAMES, INPUT_FORMATS
-from ._group import _as_click_errors, _client, _cluster_options, main
+from ._group import as_click_errors, cluster_client, cluster_options, main
 
 
 @main.command(short_help="Convert LIBSVM, CSV, .npy, Parquet or IDX into a Zarr dataset store.")
@@ -65,10 +65,10 @@ def ingest(src, dest, fmt, label_column, labels, drop_columns, n_features, chunk
     from .. import io
 
     t0 = time.perf_counter()
-    with _as_click_errors(), contextlib.ExitStack() as stack:
+    with as_click_errors(), contextlib.ExitStack() as stack:
         client = None
         if scheduler or scheduler_file:
-            client = stack.enter_context(_client(scheduler, scheduler_file, None, None))
+            client = stack.enter_context(cluster_client(scheduler, scheduler_file, None, None))
         io.ingest(src, dest, fmt=fmt, label_column=label_column, drop_columns=drop_columns,
                   n_features=n_features, chunk_rows=chunk_rows, sparse=sparse, dtype=dtype,
                   zero_based="auto" if zero_based is None else zero_based,
@@ -129,7 +129,7 @@ def _describe_lines(d: dict):
 def _info_lines(path: Path):
     from ..stores import describe_store
 
-    with _as_click_errors():
+    with as_click_errors():
         summary = describe_store(path)
     if summary is not None:
         yield from _describe_lines(summary)
@@ -198,7 +198,7 @@ def info(store, as_json, full, as_spec):
     if as_json:
         import zarr
 
-        with _as_click_errors():
+        with as_click_errors():
             attrs = dict(zarr.open_group(str(path), mode="r").attrs)
         if not full:
             attrs = _summarise_arrays(attrs)
@@ -241,7 +241,7 @@ def _verify_lines(report: dict):
 @click.option("--input", "input_path", type=click.Path(exists=True),
               help="The input to recompute from (default: the path recorded in the store); "
                    "a moved or copied input is accepted when its content is the same.")
-@_cluster_options
+@cluster_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memory_limit,
            quiet):
@@ -263,11 +263,11 @@ def verify(store, repair, input_path, scheduler, scheduler_file, n_workers, memo
     """
     from ..feature_store import verify_store
 
-    with _as_click_errors(), contextlib.ExitStack() as stack:
+    with as_click_errors(), contextlib.ExitStack() as stack:
         report = verify_store(
             store, repair=repair, input=input_path, progress=not quiet,
             client=lambda: stack.enter_context(
-                _client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
+                cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
         )
     for line in _verify_lines(report):
         click.echo(line)
@@ -300,7 +300,7 @@ def export(store, out, fmt, overwrite):
     """
     from ..feature_store.export import export_features
 
-    with _as_click_errors():
+    with as_click_errors():
         result = export_features(store, fmt, out, overwrite=overwrite)
     labels = (f", labels in {result['labels_path']}" if result["labels_path"] else
               "" if result["has_labels"] else

@@ -122,7 +122,7 @@ class Checkpoint:
         return cls(directory, job)
 
     def finished(self) -> dict:
-        """The kept voters: index -> the result :func:`~dkrp.ensemble.voters._train_voter`
+        """The kept voters: index -> the result :func:`~dkrp.ensemble.voters.train_voter`
         returned. A voter whose files are incomplete or damaged is left out (trained again)."""
         n_voters = int(self.job["params"]["n_voters"])
         results = {}

@@ -17,19 +17,19 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _spec
 from .._random import resolve_seed
+from .._spec import from_spec, spec_json
 from .._validation import check_choice, check_finite_rows, check_integer, is_dask_collection
 from .persistence import register_estimator, save_ensemble
 from .training import (
     TrainingRun,
-    _checked_block,
-    _default_client,
-    _progress_callback,
+    checked_block,
+    current_client,
     fit_full,
     fit_partition,
+    progress_callback,
 )
-from .voters import _ensemble_block, _pipeline, make_model, solver_name, voter_seeds
+from .voters import ensemble_block, make_model, solver_name, voter_pipeline, voter_seeds
 
 _STRATEGIES = ("full", "partition")
 _VOTING = ("hard", "soft")
@@ -211,8 +211,8 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             run = TrainingRun(todo=[i for i in run.todo if i not in kept], retries=run.retries,
                               on_result=store.keep, kept=str(checkpoint), done=len(kept))
         if client is None:
-            client = _default_client()
-        report, bar = _progress_callback(progress, self.n_voters)
+            client = current_client()
+        report, bar = progress_callback(progress, self.n_voters)
         try:
             if run.done:
                 report(run.done, self.n_voters)
@@ -276,7 +276,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk((X.chunks[0],))
         offsets = row_offsets(X.chunks[0])
-        X = X.map_blocks(_checked_block, offsets, dtype=X.dtype)
+        X = X.map_blocks(checked_block, offsets, dtype=X.dtype)
         return X, y
 
     def _classes(self, y, dask_input):
@@ -309,10 +309,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         voters, infos = [], []
         for r in results:
             # rebuilt and checked here: a worker that regenerated other hyperplanes is refused
-            projector = _spec.from_spec(r["spec"])
+            projector = from_spec(r["spec"])
             class_idx = np.searchsorted(classes, r["classes"])
-            voters.append(_pipeline(projector, r["model_class"], r["model_params"], r["coef"],
-                                    r["intercept"], r["classes"], ))
+            voters.append(voter_pipeline(projector, r["model_class"], r["model_params"], r["coef"],
+                                         r["intercept"], r["classes"], ))
             infos.append({k: r[k] for k in ("index", "partition", "n_rows", "n_iter",
                                             "converged", "seconds", "worker")})
             infos[-1]["solver"] = solver_name(r["model_class"], r["model_params"])
@@ -325,7 +325,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
     def _payload(self):
         if getattr(self, "_payload_cache", None) is None:
             self._payload_cache = tuple(
-                (_spec.spec_json(p[0]), p[-1].coef_, np.atleast_1d(p[-1].intercept_),
+                (spec_json(p[0]), p[-1].coef_, np.atleast_1d(p[-1].intercept_),
                  p.class_idx_.astype(np.intp))
                 for p in self.estimators_
             )
@@ -354,7 +354,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             dtype = np.float64 if what == "scores" else np.int32 if what == "votes" \
                 else np.intp
             return X.map_blocks(
-                _ensemble_block, self._payload(), self.n_classes_, self.voting, what,
+                ensemble_block, self._payload(), self.n_classes_, self.voting, what,
                 n_features, offsets, dtype=dtype, chunks=chunks, drop_axis=drop,
                 meta=np.empty((0,) * (1 if drop else 2), dtype=dtype),
             )
@@ -366,8 +366,8 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {n_features} features as input.")
         check_finite_rows(X)
-        return _ensemble_block(X, self._payload(), self.n_classes_, self.voting, what,
-                               n_features)
+        return ensemble_block(X, self._payload(), self.n_classes_, self.voting, what,
+                              n_features)
 
     @property
     def n_voters_(self):

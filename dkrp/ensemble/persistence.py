@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _spec
+from .._spec import register_format
 from ..errors import Message, Param, SpecError
-from .voters import _model_class
+from .voters import linear_model_class
 
 ENSEMBLE_FORMAT = "dkrp.ensemble"
 ENSEMBLE_FORMAT_VERSION = 1
@@ -193,7 +193,7 @@ def load_ensemble(manifest: dict, directory: Path):
         params["method"] = cls(**method["template"])
     estimator = params.get("estimator")
     if isinstance(estimator, dict):
-        params["estimator"] = _model_class(estimator["class"])(**estimator["params"])
+        params["estimator"] = linear_model_class(estimator["class"])(**estimator["params"])
     est = _ESTIMATOR_CLASSES[ENSEMBLE_FORMAT](**params)
     results = []
     for i, v in enumerate(voters):
@@ -220,4 +220,4 @@ def load_ensemble(manifest: dict, directory: Path):
     return est
 
 
-_spec.register_format(ENSEMBLE_FORMAT, load_ensemble, MANIFEST)
+register_format(ENSEMBLE_FORMAT, load_ensemble, MANIFEST)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from .._validation import check_finite_rows
 from ..errors import Message, Param, PartitionInputError, VoterError
-from .voters import _train_voter
+from .voters import train_voter
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def _blockwise_class():
         """dask-ml's blockwise voter, one seed per block (see :mod:`dkrp.ensemble`).
 
         ``voters`` is a list of ``(projector, model)`` with their own seeds, one per
-        row block; ``fit`` returns the futures (or results) of :func:`_train_voter`.
+        row block; ``fit`` returns the futures (or results) of :func:`train_voter`.
         """
 
         def __init__(self, estimator=None, voting="hard", classes=None, voters=None,
@@ -70,7 +70,7 @@ def _blockwise_class():
     return SeededBlockwiseVotingClassifier
 
 
-def _default_client():
+def current_client():
     try:
         from distributed import default_client
     except ImportError:  # pragma: no cover - distributed is a dependency
@@ -81,7 +81,7 @@ def _default_client():
         return None
 
 
-def _progress_callback(progress, total):
+def progress_callback(progress, total):
     if callable(progress):
         return progress, None
     if not progress:
@@ -129,7 +129,7 @@ def fit_full(X, y, voters, client, report, dask_input, run):
 
     ``X`` reaches each worker once (scattered with ``broadcast=True``, or assembled on
     a worker from its graph); without a client the voters train here in turn.
-    Returns the :func:`_train_voter` results of the voters of ``run.todo``.
+    Returns the :func:`train_voter` results of the voters of ``run.todo``.
     """
     total = len(voters)
     if not run.todo:
@@ -149,7 +149,7 @@ def fit_full(X, y, voters, client, report, dask_input, run):
         yf = client.scatter(y, broadcast=True, hash=False)
     token = _spec_token(voters, X.shape)
     futures = {
-        client.submit(_train_voter, Xf, yf, *voters[i], i, key=f"dkrp-voter-{token}-{i}",
+        client.submit(train_voter, Xf, yf, *voters[i], i, key=f"dkrp-voter-{token}-{i}",
                       pure=False, retries=run.retries): i
         for i in run.todo
     }
@@ -160,7 +160,7 @@ def fit_partition(X, y, voters, client, report, dask_input, run, *, voting, clas
     """Strategy ``"partition"``: voter ``i`` trains on row block ``i``, where it lives.
 
     Through dask-ml's blockwise voter (:func:`_blockwise_class`). Returns the
-    :func:`_train_voter` results of the voters of ``run.todo`` and the blockwise
+    :func:`train_voter` results of the voters of ``run.todo`` and the blockwise
     estimator.
     """
     import os
@@ -229,7 +229,7 @@ def _check_partition_classes(y, sizes):
         start += n
 
 
-def _checked_block(block, offsets, block_info=None):
+def checked_block(block, offsets, block_info=None):
     i = block_info[0]["chunk-location"][0] if block_info else 0
     check_finite_rows(block, row_offset=offsets[i], partition=i)
     return block
@@ -307,21 +307,21 @@ def _collect(completed, futures, run, report, total, where, cancel, attempts,
 
 def _bad_input(exc) -> bool:
     """Whether ``exc`` says already what is wrong with the input (retrying cannot help):
-    a partition's NaN or shape, or a :class:`Message` of :func:`_train_voter`."""
+    a partition's NaN or shape, or a :class:`Message` of :func:`train_voter`."""
     return isinstance(exc, PartitionInputError) or (
         isinstance(exc, ValueError) and len(exc.args) == 1 and isinstance(exc.args[0], Message))
 
 
 def _train_voter_retrying(X, y, projector, model, index, partition=None, row_offset=0,
                           retries=0):
-    """:func:`_train_voter` with ``retries`` in-task retries (dask's local scheduler has
+    """:func:`train_voter` with ``retries`` in-task retries (dask's local scheduler has
     none of its own); bad input (:func:`_bad_input`) is not retried."""
     attempt = 0
     while True:
         attempt += 1
         try:
-            return _train_voter(X, y, projector, model, index, partition=partition,
-                                row_offset=row_offset)
+            return train_voter(X, y, projector, model, index, partition=partition,
+                               row_offset=row_offset)
         except Exception as exc:
             if _bad_input(exc) or attempt > retries:
                 raise
@@ -412,7 +412,7 @@ def time_one_voter(model, X, y, *, max_rows=1000) -> dict | None:
         with limit_threads(1), blas_one_thread():
             for _ in range(2):  # the faster of two: the first pays one-time costs
                 t0 = time.perf_counter()
-                result = _train_voter(Xs, ys, projector, linear, 0)
+                result = train_voter(Xs, ys, projector, linear, 0)
                 measured.append(time.perf_counter() - t0)
         measured = min(measured)
     except Exception as exc:  # noqa: BLE001 - an estimate is a courtesy; fit decides

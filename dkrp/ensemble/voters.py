@@ -3,10 +3,10 @@
 A voter is a random feature map and a linear model, each seeded from the ensemble
 seed (:func:`voter_seeds`, the seed contract's ``"ensemble.voter"`` stream). This
 module owns: the seeds, the choice of linear model (:func:`make_model`, the
-``SGD_MIN_SAMPLES`` rule), the task that trains one voter (:func:`_train_voter`,
+``SGD_MIN_SAMPLES`` rule), the task that trains one voter (:func:`train_voter`,
 liblinear's lock), the scores of one voter, the majority vote with its tie rule
 (:func:`hard_vote`) and the votes of all voters on a row block
-(:func:`_ensemble_block`), and the rebuilding of a fitted voter from its arrays.
+(:func:`ensemble_block`), and the rebuilding of a fitted voter from its arrays.
 See :mod:`dkrp.ensemble` for the measurements behind the solver rule.
 """
 
@@ -59,7 +59,7 @@ def voter_seeds(seed: int, index: int) -> tuple[int, int]:
     return projector_seed, model_seed
 
 
-def _model_class(name):
+def linear_model_class(name):
     import importlib
 
     if name not in _MODEL_CLASSES:
@@ -88,19 +88,7 @@ def make_model(solver, C, n_samples, n_components, random_state):
 # -- worker side ------------------------------------------------------------------------
 
 
-def _task_threads():
-    from .._blockwise import _task_threads as threads
-
-    return threads()
-
-
-def _worker_address():
-    from .._blockwise import _worker_address as address
-
-    return address()
-
-
-def _train_voter(X, y, projector, model, index, partition=None, row_offset=0):
+def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
     """Fit one voter: its map on ``X``, then the linear model on the features.
 
     Module-level and pure (it pickles by reference). The features stay here; the
@@ -108,6 +96,7 @@ def _train_voter(X, y, projector, model, index, partition=None, row_offset=0):
     """
     from sklearn.exceptions import ConvergenceWarning
 
+    from .._blockwise import task_threads, worker_address
     from .._threading import limit_threads
 
     t0 = time.perf_counter()
@@ -128,7 +117,7 @@ def _train_voter(X, y, projector, model, index, partition=None, row_offset=0):
             "use {}.", index, labels[0], where, Param("strategy", "full")))
     projector = clone(projector)
     model = clone(model)
-    with limit_threads(_task_threads()):
+    with limit_threads(task_threads()):
         projector.fit(X)
         Z = projector.transform(X)
         lock = _LIBLINEAR_LOCK if _uses_liblinear(model) else contextlib.nullcontext()
@@ -150,7 +139,7 @@ def _train_voter(X, y, projector, model, index, partition=None, row_offset=0):
         "n_iter": int(n_iter),
         "converged": bool(converged),
         "seconds": time.perf_counter() - t0,
-        "worker": _worker_address(),
+        "worker": worker_address(),
     }
 
 
@@ -229,15 +218,15 @@ def hard_vote(votes, n_classes):
     return counts.argmax(axis=1)  # the first maximum: the lowest class label
 
 
-def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets=None,
-                    block_info=None):
+def ensemble_block(block, payload, n_classes, voting, what, n_features, offsets=None,
+                   block_info=None):
     """Votes of all voters on one row block (used in process and in map_blocks).
 
     Each voter's features come from :func:`dkrp._blockwise.transform_partition`, the
     block path of every map (its spec, dtype, CSR, scaling and thread limit); the block's
     values are checked once here, for all voters.
     """
-    from .._blockwise import transform_partition
+    from .._blockwise import task_threads, transform_partition
     from .._threading import limit_threads
 
     partition = None
@@ -257,7 +246,7 @@ def _ensemble_block(block, payload, n_classes, voting, what, n_features, offsets
     seen = np.zeros(n_classes, dtype=np.int64)
     for j, (spec_text, coef, intercept, class_idx) in enumerate(payload):
         Z = transform_partition(block, spec_text, "float64", offset, partition, checked=True)
-        with limit_threads(_task_threads()):
+        with limit_threads(task_threads()):
             votes[:, j], scores = _voter_scores(Z, coef, intercept, class_idx, n_classes)
         if voting == "soft" or what == "scores":
             total += np.nan_to_num(scores, nan=0.0)
@@ -277,11 +266,11 @@ def solver_name(model_class, params):
     return model_class
 
 
-def _pipeline(projector, model_class, model_params, coef, intercept, classes):
+def voter_pipeline(projector, model_class, model_params, coef, intercept, classes):
     """A fitted ``Pipeline(features, svm)`` from a projector and a linear model's arrays."""
     from sklearn.pipeline import Pipeline
 
-    model = _model_class(model_class)(**model_params)
+    model = linear_model_class(model_class)(**model_params)
     model.coef_ = np.asarray(coef, dtype=np.float64)
     model.intercept_ = np.asarray(intercept, dtype=np.float64)
     model.classes_ = np.asarray(classes)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..evaluation import _timer as timer  # one timer for protocols and experiments
+from ..evaluation import timer  # one timer for protocols and experiments
 
 __all__ = ["PROFILES", "Experiment", "RunContext", "timer"]
 

@@ -69,7 +69,7 @@ import numpy as np
 from .._blockwise import spec_json
 from .._chunks import read_checked, with_checksum
 from .._spec import from_spec, registered_projectors
-from .._store import check_store, read_attrs, write_attrs
+from .._store import check_store, write_attrs
 from ..errors import FeatureStoreError, Message, Param
 from .encoding import BITS, ENCODING_VERSIONS, FLOAT, compressor_codecs, row_bytes
 from .fingerprint import input_fingerprint  # noqa: F401 - its home before fingerprint.py
@@ -222,8 +222,8 @@ def _manifest() -> dict:
     }
 
 
-def _expected_attrs(projector, X, dtype, chunk_rows, fingerprint, *, bits=False,
-                    store_dtype=None, compressor="none") -> dict:
+def expected_attrs(projector, X, dtype, chunk_rows, fingerprint, *, bits=False,
+                   store_dtype=None, compressor="none") -> dict:
     spec = json.loads(spec_json(projector))
     n = int(X.shape[0])
     k = int(projector._n_features_out)
@@ -252,11 +252,7 @@ def _expected_attrs(projector, X, dtype, chunk_rows, fingerprint, *, bits=False,
     return attrs
 
 
-def _read_attrs(path: Path) -> dict | None:
-    return read_attrs(path)
-
-
-def _mismatches(old: dict, new: dict) -> list[str]:
+def resume_mismatches(old: dict, new: dict) -> list[str]:
     """Human-readable differences that forbid resuming ``old`` with ``new``."""
     out = []
     old_spec, new_spec = old.get("spec") or {}, new["spec"]
@@ -319,7 +315,7 @@ def _mismatches(old: dict, new: dict) -> list[str]:
     return out
 
 
-def _create(path: Path, attrs: dict):
+def create_store(path: Path, attrs: dict):
     import zarr
     from zarr.codecs import ZstdCodec
 
@@ -407,7 +403,7 @@ def features_array_attrs(attrs) -> dict:
     }
 
 
-def _write_labels(path: Path, labels, chunk_rows: int):
+def write_labels(path: Path, labels, chunk_rows: int):
     """Copy ``labels`` (array-like or dask array) into array ``y`` of the store at ``path``.
 
     Labels are small (8 bytes a row): the client reads them whole and writes them with
@@ -488,9 +484,9 @@ def written_chunks(path: Path, n_chunks: int) -> np.ndarray:
 
 def _check_complete_chunks(path: Path, array):
     """Refuse a complete store whose ``Z`` lacks a chunk file (it would read as NaN)."""
-    from ..io.dataset_store import _check_chunks_present
+    from ..io.dataset_store import check_chunks_present
 
-    _check_chunks_present(array, path, "Z", kind="features")
+    check_chunks_present(array, path, "Z", kind="features")
 
 
 def open_features(path, *, allow_incomplete=False) -> FeatureSet:
@@ -544,9 +540,9 @@ def open_features(path, *, allow_incomplete=False) -> FeatureSet:
     if attrs.get("has_labels") is True and (path / "y" / "zarr.json").is_file():
         labels = zarr.open_array(str(path / "y"), mode="r")
         if attrs.get("complete") is True and not allow_incomplete:
-            from ..io.dataset_store import _check_chunks_present
+            from ..io.dataset_store import check_chunks_present
 
-            _check_chunks_present(labels, path, "y", kind="features")
+            check_chunks_present(labels, path, "y", kind="features")
         y = read_checked(path, "y", "features", labels,
                          allow_missing=attrs.get("complete") is not True)
     elif attrs.get("has_labels") is True and not allow_incomplete:

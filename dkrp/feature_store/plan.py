@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._blockwise import prepare_input
+from .._store import read_attrs
 from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
 from .encoding import check_store_options, row_bytes
 from .fingerprint import (
@@ -26,9 +27,8 @@ from .fingerprint import (
 )
 from .format import (
     FEATURES_FORMAT,
-    _expected_attrs,
-    _mismatches,
-    _read_attrs,
+    expected_attrs,
+    resume_mismatches,
     written_chunks,
 )
 
@@ -190,7 +190,7 @@ def check_output_path(out_path, *, input_path=None) -> None:
     if not (path.exists() or path.is_symlink()):
         return
     if path.is_dir():
-        attrs = _read_attrs(path)
+        attrs = read_attrs(path)
         if attrs is not None and attrs.get("dkrp_format") == FEATURES_FORMAT:
             return
         if attrs is None and not any(path.iterdir()):
@@ -297,17 +297,17 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         # below (or, with overwrite, the replacement gets the grid asked for)
         regrid = old is not None and chunk_rows is not None and rows != new_rows
         aligned, rows = _align_rows(X, (new_rows if regrid else rows) or None)
-        attrs = _expected_attrs(projector, aligned, out_dtype, rows, fingerprint,
-                                **options)
+        attrs = expected_attrs(projector, aligned, out_dtype, rows, fingerprint,
+                               **options)
         old = _content_identity(old, fingerprint, source)
-        problems = _mismatches(old, attrs) if old is not None else []
+        problems = resume_mismatches(old, attrs) if old is not None else []
         if regrid:
             problems.append(_chunk_rows_problem(int(old.get("chunk_rows", 0)), new_rows))
         return old, aligned, attrs, problems
 
     def compare(store):
         """:func:`against` the feature store at ``store``, if there is one."""
-        old = _read_attrs(store) if store.is_dir() else None
+        old = read_attrs(store) if store.is_dir() else None
         if old is None or old.get("dkrp_format") != FEATURES_FORMAT:
             return against(None)
         if fingerprint_pending(old):

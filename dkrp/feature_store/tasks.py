@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._blockwise import _cached_projector, row_offsets, spec_json, transform_partition
+from .._blockwise import cached_projector, row_offsets, spec_json, transform_partition
 from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
 from .._validation import check_finite_rows
 from ..errors import Message, Param, PartitionError, PartitionInputError
@@ -79,7 +79,7 @@ def _fits_projector(block, spec_text) -> bool:
     goes to :func:`transform_partition`, whose refusal names its shape). The plan
     refuses an input of another width; this keeps a task's refusals in their order
     (shape, then values) should a block of another width reach it all the same."""
-    est = _cached_projector(spec_text)
+    est = cached_projector(spec_text)
     return block.ndim == 2 and block.shape[1] == getattr(est, "n_features_in_", None)
 
 
@@ -171,7 +171,7 @@ def _partition_failure(exc, chunk, rows, path, attempts):
     return PartitionError(message, partition=chunk, rows=rows, attempts=attempts)
 
 
-def _default_client():
+def current_client():
     try:
         from distributed import default_client
 
@@ -188,8 +188,8 @@ def _store_token(store) -> str:
     return "" if store.get("store_dtype") is None else np.dtype(store["store_dtype"]).str
 
 
-def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skipped,
-               retries=0, store=None, on_edge_rows=None):
+def run_chunk_writes(X, projector, dtype, path, todo, client, progress, n_chunks, skipped,
+                     retries=0, store=None, on_edge_rows=None):
     """Write chunks ``todo`` of the store at ``path``, on ``client`` or dask's local scheduler.
 
     ``on_edge_rows(first, last)`` (with a cluster, when ``todo`` is every chunk) gets the
@@ -214,7 +214,7 @@ def _run_tasks(X, projector, dtype, path, todo, client, progress, n_chunks, skip
 
     bar, report = _progress(progress, n_chunks, skipped)
     try:
-        client = client if client is not None else _default_client()
+        client = client if client is not None else current_client()
         if client is None:  # dask's local scheduler (threads unless configured otherwise)
             tasks = [
                 dask.delayed(_write_chunk_retrying, pure=True)(

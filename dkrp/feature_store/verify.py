@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._chunks import _check_chunks, check_arrays, chunk_key, chunk_region
+from .._chunks import check_arrays, check_chunks, chunk_key, chunk_region
+from .._store import read_attrs
 from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
-from .format import FEATURES_FORMAT, _read_attrs
+from .format import FEATURES_FORMAT
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def verify_store(path, *, repair=False, client=None, input=None, labels=None,
     path = Path(path).expanduser().absolute()
     if not path.exists():
         raise FileNotFoundError(f"No store at {path}: the path does not exist.")
-    attrs = _read_attrs(path)
+    attrs = read_attrs(path)
     kind = None if attrs is None else attrs.get("dkrp_format")
     if kind == DATASET_FORMAT:
         return verify_dataset(path, client=None if callable(client) else client)
@@ -141,7 +142,7 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
     import zarr
 
     path = Path(path).expanduser().absolute()
-    attrs = _read_attrs(path)
+    attrs = read_attrs(path)
     if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
         raise FeatureStoreError(f"{path} is not a dkrp feature store.")
     n_chunks = int(attrs.get("n_chunks", 0))
@@ -204,7 +205,7 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
                 labels=labels, progress=progress, retries=retries, check=check)
         result["repaired"], result["repaired_labels"] = sorted(bad), sorted(bad_labels)
         left = _recheck(path, sorted(bad))
-        left_labels = [c[0] for c, _ in _check_chunks(path / "y", [(i,) for i in bad_labels])
+        left_labels = [c[0] for c, _ in check_chunks(path / "y", [(i,) for i in bad_labels])
                        ] if bad_labels else []
         result["ok"] = not (left or left_labels)
         if not result["ok"]:  # pragma: no cover - defensive: the rewrite did not take
@@ -229,8 +230,8 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
     from .encoding import store_options
     from .format import label_values, write_label_chunks
     from .plan import plan_features
-    from .tasks import _run_tasks
-    from .write import _remove_partial_files
+    from .tasks import run_chunk_writes
+    from .write import remove_partial_files
 
     projector = from_spec(attrs["spec"])  # regenerates the hyperplanes, checks the checksum
     fingerprint = attrs.get("input") or {}
@@ -282,7 +283,7 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
 
     Z = zarr.open_array(str(path / "Z"), mode="r")
     done = zarr.open_array(str(path / "done"), mode="r")
-    _remove_partial_files(path)
+    remove_partial_files(path)
     for i in bad:  # rewritten from nothing, exactly as in a clean run
         (path / "Z" / chunk_key(Z, (i, 0))).unlink(missing_ok=True)
         (path / "done" / chunk_key(done, (i,))).unlink(missing_ok=True)
@@ -291,8 +292,8 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
         check_workers(current, projector)
     logger.info("%s: recomputing chunks %s", path, bad)
     n_chunks = int(attrs["n_chunks"])
-    _run_tasks(plan["X"], projector, plan["dtype"], path, list(bad), current, progress,
-               n_chunks, n_chunks - len(bad), retries, store=plan["store"])
+    run_chunk_writes(plan["X"], projector, plan["dtype"], path, list(bad), current, progress,
+                     n_chunks, n_chunks - len(bad), retries, store=plan["store"])
 
 
 def _recheck(path, chunks) -> list[int]:
@@ -305,8 +306,8 @@ def _recheck(path, chunks) -> list[int]:
     for i in chunks:
         files = [path / "Z" / chunk_key(Z, (i, 0)), path / "done" / chunk_key(done, (i,))]
         if (not all(f.is_file() for f in files)
-                or _check_chunks(path / "Z", [(i, 0)])
-                or _check_chunks(path / "done", [(i,)])
+                or check_chunks(path / "Z", [(i, 0)])
+                or check_chunks(path / "done", [(i,)])
                 or done[chunk_region(done, (i,))][0] != 1):
             left.append(i)
     return left

@@ -51,13 +51,13 @@ from .fingerprint import (
     read_edge_rows_sha256,
 )
 from .format import (
-    _create,
-    _write_labels,
+    create_store,
     done_chunks,
+    write_labels,
     written_chunks,
 )
 from .plan import plan_features
-from .tasks import _default_client, _run_tasks
+from .tasks import current_client, run_chunk_writes
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
     n_chunks = attrs["n_chunks"]
     if plan["action"] == "noop":
         return _summary(path, attrs, t0, written=0, skipped=n_chunks)
-    client = client if client is not None else _default_client()
+    client = client if client is not None else current_client()
     edges_later = fingerprint_pending(attrs)
     if plan["action"] == "create":
         if build.exists() and (build != path or plan.get("restart")):
@@ -220,14 +220,14 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
             edges_later = False
             if on_edge_rows is not None:
                 on_edge_rows(*rows)
-        _create(build, attrs)
+        create_store(build, attrs)
         done = np.zeros(n_chunks, dtype=bool)
     else:
-        _remove_partial_files(build)
+        remove_partial_files(build)
         done = written_chunks(build, n_chunks)  # a chunk file deleted since is redone
     if plan.get("labels") is not None:
         # before the first chunk (and on resume, if a killed run had not got to them yet)
-        _write_labels(build, plan["labels"], attrs["chunk_rows"])
+        write_labels(build, plan["labels"], attrs["chunk_rows"])
 
     todo = [int(i) for i in np.flatnonzero(~done)]
     skipped = n_chunks - len(todo)
@@ -244,9 +244,9 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
             on_edge_rows(*rows)
 
     try:
-        _run_tasks(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
-                   retries, store=plan.get("store"),
-                   on_edge_rows=edge_rows_read if edges_later else None)
+        run_chunk_writes(X, projector, out_dtype, build, todo, client, progress, n_chunks, skipped,
+                         retries, store=plan.get("store"),
+                         on_edge_rows=edge_rows_read if edges_later else None)
     except BaseException:
         if edges_later and fingerprint_pending(attrs):
             # a failed or interrupted (Ctrl-C) run keeps its finished chunks for the next
@@ -263,7 +263,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
 
     if not done_chunks(build, n_chunks).all():  # pragma: no cover - defensive
         raise FeatureStoreError(f"{build}: some chunks are not marked done after the run.")
-    _remove_partial_files(build)  # of a worker that died mid-write, its chunk since redone
+    remove_partial_files(build)  # of a worker that died mid-write, its chunk since redone
     consolidate(build)  # the arrays' metadata in the root zarr.json (xarray.open_zarr)
     group = zarr.open_group(str(build), mode="r+")
     final = dict(attrs)
@@ -296,7 +296,7 @@ def _swap_in(build: Path, path: Path):
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def _remove_partial_files(path: Path):
+def remove_partial_files(path: Path):
     """Delete the temporary files of writers that were killed mid-write.
 
     Zarr's local store writes a chunk to ``<chunk>.<uuid>.partial`` and renames it;

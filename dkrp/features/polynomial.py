@@ -28,6 +28,7 @@ from ._pools import (
     INDEX_DESIGNS,
     POOLS,
     balanced_indices,
+    matmul_transposed,
     orthogonal_pool,
     padded_size,
     set_draw_version,
@@ -37,7 +38,6 @@ from ._pools import (
     tight_frame_pool,
     use_fwht,
 )
-from ._pools import matmul_transposed as _matmul_transposed
 from ._samplers import DISTRIBUTIONS, hyperplane_sampler, index_sampler, resolve_density
 
 __all__ = ["PolynomialRandomProjection", "ExplicitPolynomialProjection"]
@@ -285,8 +285,8 @@ class PolynomialRandomProjection(BaseProjector):
         if self.hyperplanes_ is None:
             signs = self._cast("signs", self.pool_signs_, dtype)
             return structured_project(X, signs, self.n_hyperplanes, out=out)
-        return _matmul_transposed(X, self._cast("hyperplanes", self.hyperplanes_, dtype),
-                                  out=out)
+        return matmul_transposed(X, self._cast("hyperplanes", self.hyperplanes_, dtype),
+                                 out=out)
 
     def _transform_array(self, X):
         dtype = X.dtype

@@ -86,7 +86,7 @@ from .._random import draw_rows
 from .._threading import run_row_blocks
 from .._validation import check_integer
 from ..base import BaseProjector
-from .polynomial import _matmul_transposed
+from ._pools import matmul_transposed
 
 __all__ = [
     "ASYMMETRIC_SCALE",
@@ -319,7 +319,7 @@ class SignProductEmbedding(BaseProjector):
         W = self._factor_matrix(X.dtype)
 
         def work(start, stop):
-            P = _matmul_transposed(X[start:stop], W)
+            P = matmul_transposed(X[start:stop], W)
             B = P[:, :m]
             B *= P[:, m:]
             consume(start, stop, B)

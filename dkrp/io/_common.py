@@ -53,25 +53,25 @@ def file_sha256(path, chunk_size: int = 4 * 2**20) -> str:
     return digest.hexdigest()
 
 
-def _compression_suffix(path: Path) -> str | None:
+def compression_suffix(path: Path) -> str | None:
     suffix = path.suffix.lower()
     return suffix if suffix in _COMPRESSION_OPENERS else None
 
 
-def _open_maybe_compressed(path: Path):
-    suffix = _compression_suffix(path)
+def open_maybe_compressed(path: Path):
+    suffix = compression_suffix(path)
     if suffix is None:
         return open(path, "rb")
     return _COMPRESSION_OPENERS[suffix](path, "rb")
 
 
-def _nonfinite_message(values: np.ndarray, dtype) -> str:
+def nonfinite_message(values: np.ndarray, dtype) -> str:
     if np.isnan(values).any():
         return "Input X contains NaN."
     return f"Input X contains infinity or a value too large for {np.dtype(dtype)!r}."
 
 
-def _check_finite_block(values, labels, source, row0, columns=None, header_lines=0):
+def check_finite_block(values, labels, source, row0, columns=None, header_lines=0):
     """Raise a ValueError naming the first non-finite row (global, 0-based) and column."""
     if values.size and not np.isfinite(values).all():
         bad = ~np.isfinite(values)
@@ -79,7 +79,7 @@ def _check_finite_block(values, labels, source, row0, columns=None, header_lines
         where = f"column {columns[col]!r}" if columns is not None else f"column {col}"
         line = f" (line {row0 + row + 1 + header_lines} of the file)" if header_lines else ""
         raise ValueError(
-            f"{source}: {_nonfinite_message(values[row, col : col + 1], values.dtype)} "
+            f"{source}: {nonfinite_message(values[row, col : col + 1], values.dtype)} "
             f"First at data row {row0 + row}{line}, {where}."
         )
     if labels is not None and labels.dtype.kind == "f" and not np.isfinite(labels).all():
@@ -88,7 +88,7 @@ def _check_finite_block(values, labels, source, row0, columns=None, header_lines
         raise ValueError(f"{source}: label at data row {row0 + row}{line} is NaN or infinite.")
 
 
-def _array_from_blocks(prefix, func, args, row_chunks, n_cols, meta, token):
+def array_from_blocks(prefix, func, args, row_chunks, n_cols, meta, token):
     """A row-chunked dask array whose block ``b`` is ``func(*args, r0, r1)``."""
     name = f"{prefix}-{token}"
     graph = {}

@@ -16,22 +16,22 @@ import numpy as np
 from dask.base import tokenize
 
 from ..errors import Message, Param
-from ._common import _array_from_blocks, _open_maybe_compressed, file_sha256
+from ._common import array_from_blocks, file_sha256, open_maybe_compressed
 from .dataset_store import (
-    _check_chunk_rows,
-    _create_dense,
-    _default_chunk_rows,
-    _dense_attrs,
-    _label_dtype,
-    _row_chunks,
-    _write_blocks,
+    check_chunk_rows,
+    create_dense,
+    default_chunk_rows,
+    dense_attrs,
     open_dataset,
+    row_chunk_sizes,
+    stored_label_dtype,
+    write_dense_blocks,
 )
-from .tabular import _PARQUET_SUFFIXES, from_parquet
+from .tabular import PARQUET_SUFFIXES, from_parquet
 
-_NPY_SUFFIXES = {".npy"}
+NPY_SUFFIXES = {".npy"}
 
-def _open_npy(path) -> np.ndarray:
+def open_npy(path) -> np.ndarray:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"Input file {path} does not exist")
@@ -58,8 +58,8 @@ def _npy_block(path, r0, r1):
     return _npy_rows(path, r0, r1), None
 
 
-def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
-    arr = _open_npy(source)
+def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
+    arr = open_npy(source)
     n_samples, width = arr.shape
     if n_samples == 0:
         raise ValueError(f"{source} holds no rows (shape {arr.shape}): nothing to ingest.")
@@ -67,11 +67,11 @@ def _ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler)
         raise ValueError(Message("{}: {} but the array has {} columns", source,
                                  Param("n_features", n_features), width))
     if chunk_rows is None:
-        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
-    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
-    _write_blocks(_npy_block, (str(source),), n_samples, chunk_rows, str(tmp), dtype, None,
-                  str(source), None, scheduler)
-    return _dense_attrs(n_samples, width, dtype, chunk_rows)
+        chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+    write_dense_blocks(_npy_block, (str(source),), n_samples, chunk_rows, str(tmp), dtype, None,
+                       str(source), None, scheduler)
+    return dense_attrs(n_samples, width, dtype, chunk_rows)
 
 
 _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
@@ -118,7 +118,7 @@ def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"IDX file {path} does not exist")
-    with _open_maybe_compressed(path) as handle:
+    with open_maybe_compressed(path) as handle:
         raw = handle.read()
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: not an IDX file (bad magic number {raw[:4]!r})")
@@ -143,7 +143,7 @@ def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
     return np.frombuffer(raw, dtype, offset=header).reshape(dims)
 
 
-def _ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
+def ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
     images = read_idx(source)
     if images.shape[0] == 0:
         raise ValueError(f"{source} holds no rows (shape {images.shape}): nothing to ingest.")
@@ -160,19 +160,19 @@ def _ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
                 f"{labels} holds {y.shape[0]} labels but {source} holds {n_samples} images"
             )
     if chunk_rows is None:
-        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
-    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+        chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    create_dense(group, "X", n_samples, width, chunk_rows, dtype)
     if y is not None:
-        label_dtype = _label_dtype(True)
-        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
+        label_dtype = stored_label_dtype(True)
+        create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
     for r0 in range(0, n_samples, chunk_rows):
         r1 = min(n_samples, r0 + chunk_rows)
         group["X"][r0:r1] = X[r0:r1].astype(dtype)
         if y is not None:
             group["y"][r0:r1] = y[r0:r1].astype(label_dtype)
-    return _dense_attrs(n_samples, width, dtype, chunk_rows,
-                        None if y is None else label_dtype,
-                        **({"labels_sha256": file_sha256(labels)} if labels is not None else {}))
+    return dense_attrs(n_samples, width, dtype, chunk_rows,
+                       None if y is None else label_dtype,
+                       **({"labels_sha256": file_sha256(labels)} if labels is not None else {}))
 
 
 def from_npy(path, chunk_rows: int | None = None) -> da.Array:
@@ -192,13 +192,13 @@ def from_npy(path, chunk_rows: int | None = None) -> da.Array:
         holds only the path.
     """
     path = Path(path).expanduser().absolute()
-    arr = _open_npy(path)
-    chunk_rows = _check_chunk_rows(chunk_rows) or _default_chunk_rows(
+    arr = open_npy(path)
+    chunk_rows = check_chunk_rows(chunk_rows) or default_chunk_rows(
         max(arr.shape[1], 1) * arr.dtype.itemsize, arr.shape[0]
     )
     token = tokenize(str(path), os.stat(path).st_mtime_ns, arr.shape, str(arr.dtype), chunk_rows)
-    return _array_from_blocks(
-        "from-npy", _npy_rows, (str(path),), _row_chunks(arr.shape[0], chunk_rows),
+    return array_from_blocks(
+        "from-npy", _npy_rows, (str(path),), row_chunk_sizes(arr.shape[0], chunk_rows),
         arr.shape[1], np.empty((0, arr.shape[1]), dtype=arr.dtype), token,
     )
 
@@ -221,9 +221,9 @@ def read_array(path, *, columns=None, chunk_rows: int | None = None) -> da.Array
     """
     path = Path(path).expanduser().absolute()
     suffix = path.suffix.lower()
-    if suffix in _NPY_SUFFIXES:
+    if suffix in NPY_SUFFIXES:
         return from_npy(path, chunk_rows=chunk_rows)
-    if suffix in _PARQUET_SUFFIXES:
+    if suffix in PARQUET_SUFFIXES:
         return from_parquet(path, columns=columns, chunk_rows=chunk_rows)
     if path.is_dir():
         return open_dataset(path).X

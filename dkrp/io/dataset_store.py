@@ -78,7 +78,7 @@ from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
 from .._store import check_store, write_attrs
 from ..errors import ChunkError, Message, Param
-from ._common import _check_finite_block
+from ._common import check_finite_block
 
 #: Target size of one uncompressed chunk of ``X`` when ``chunk_rows`` is not given.
 TARGET_CHUNK_BYTES = 64 * 2**20
@@ -186,7 +186,7 @@ def _chunk_files(path: Path, attrs) -> tuple[int, list[str]]:
     return total, missing
 
 
-def _dense_attrs(n_samples, n_features, dtype, chunk_rows, label_dtype=None, **extra) -> dict:
+def dense_attrs(n_samples, n_features, dtype, chunk_rows, label_dtype=None, **extra) -> dict:
     """The group attributes every ingester of a dense ``X`` (and optional ``y``) records."""
     return {
         "n_samples": int(n_samples),
@@ -200,7 +200,7 @@ def _dense_attrs(n_samples, n_features, dtype, chunk_rows, label_dtype=None, **e
     }
 
 
-def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
+def default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
     """Rows per chunk when ``chunk_rows`` is not given: at most :data:`TARGET_CHUNK_BYTES`
     a chunk, and for small data (``n_samples`` known, > 0) at least ``CHUNKS_PER_CPU`` chunks
     per CPU, in whole 512- or 2048-row blocks of at least :data:`MIN_DEFAULT_CHUNK_ROWS`."""
@@ -215,7 +215,7 @@ def _default_chunk_rows(bytes_per_row: float, n_samples: int) -> int:
     return max(1, min(rows, share, n_samples))
 
 
-def _check_chunk_rows(chunk_rows) -> int | None:
+def check_chunk_rows(chunk_rows) -> int | None:
     if chunk_rows is None:
         return None
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)):
@@ -225,14 +225,14 @@ def _check_chunk_rows(chunk_rows) -> int | None:
     return int(chunk_rows)
 
 
-def _row_chunks(n_samples: int, chunk_rows: int) -> tuple[int, ...]:
+def row_chunk_sizes(n_samples: int, chunk_rows: int) -> tuple[int, ...]:
     if n_samples == 0:
         return (0,)
     full, rest = divmod(n_samples, chunk_rows)
     return (chunk_rows,) * full + ((rest,) if rest else ())
 
 
-def _create_dense(group, name, n_rows, n_cols, chunk_rows, dtype):
+def create_dense(group, name, n_rows, n_cols, chunk_rows, dtype):
     if n_cols is None:
         shape, chunks, dims = (n_rows,), (chunk_rows,), ("sample",)
     else:
@@ -250,11 +250,11 @@ def _create_dense(group, name, n_rows, n_cols, chunk_rows, dtype):
     )
 
 
-def _label_dtype(labels_integral: bool) -> np.dtype:
+def stored_label_dtype(labels_integral: bool) -> np.dtype:
     return np.dtype("int64") if labels_integral else np.dtype("float64")
 
 
-def _is_dkrp_store(path: Path) -> bool:
+def is_dkrp_store(path: Path) -> bool:
     meta = path / "zarr.json"
     if not meta.is_file():
         return False
@@ -272,15 +272,15 @@ def _is_dkrp_store(path: Path) -> bool:
 def _copy_block(reader, reader_args, r0, r1, store, dtype, label_dtype, display, columns):
     values, labels = reader(*reader_args, r0, r1)
     values = np.asarray(values, dtype=dtype)
-    _check_finite_block(values, labels, display, r0, columns)
+    check_finite_block(values, labels, display, r0, columns)
     group = zarr.open_group(store, mode="r+")
     group["X"][r0:r1] = values
     if labels is not None:
         group["y"][r0:r1] = labels.astype(label_dtype)
 
 
-def _write_blocks(reader, reader_args, n_samples, chunk_rows, store, dtype, label_dtype,
-                  display, columns, scheduler):
+def write_dense_blocks(reader, reader_args, n_samples, chunk_rows, store, dtype, label_dtype,
+                       display, columns, scheduler):
     copy = dask.delayed(_copy_block, pure=True)
     tasks = [
         copy(reader, reader_args, r0, min(r0 + chunk_rows, n_samples), store, dtype.name,
@@ -294,8 +294,8 @@ def _write_blocks(reader, reader_args, n_samples, chunk_rows, store, dtype, labe
 # CSR block codec
 
 
-def _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacity, index_dtype,
-                dtype):
+def create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacity, index_dtype,
+               dtype):
     """Create the CSR ``X`` group of the layout above, with room for ``capacity`` nnz per block.
 
     Parameters
@@ -345,7 +345,7 @@ def _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacit
     return xg
 
 
-def _write_csr_block(xg, block, X, chunk_rows, dtype):
+def write_csr_block(xg, block, X, chunk_rows, dtype):
     """Write row block ``block`` (a CSR matrix of at most ``chunk_rows`` rows) into ``xg``.
 
     The block-local ``indptr`` is padded with the block's nnz past its last row, and ``data``
@@ -400,7 +400,7 @@ def _member(group, name, path):
         raise _corrupt(path, f"member {name!r} is missing or unreadable ({exc!r})") from exc
 
 
-def _check_chunks_present(array, path, name, kind="dataset"):
+def check_chunks_present(array, path, name, kind="dataset"):
     """Raise :class:`~dkrp.errors.ChunkError` naming the first missing chunk of ``array``.
 
     Shared with the feature store: Zarr reads a missing chunk as its fill value, so a
@@ -471,7 +471,7 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
         raise _corrupt(path, f"attributes {missing} are missing")
     n_samples, n_features = int(attrs["n_samples"]), int(attrs["n_features"])
     chunk_rows = int(attrs["chunk_rows"])
-    row_chunks = _row_chunks(n_samples, chunk_rows)
+    row_chunks = row_chunk_sizes(n_samples, chunk_rows)
     x_member = _member(group, "X", path)
 
     if attrs["storage"] == "dense":
@@ -483,7 +483,7 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
             )
         if x_member.chunks[0] != chunk_rows:
             raise _corrupt(path, f"X has row chunks {x_member.chunks[0]}, expected {chunk_rows}")
-        _check_chunks_present(x_member, path, "X")
+        check_chunks_present(x_member, path, "X")
         X = read_checked(path, "X", "dataset", x_member,
                          chunks=(chunk_rows, max(n_features, 1)))
     elif attrs["storage"] == "csr":
@@ -497,7 +497,7 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
                 raise _corrupt(path, f"X/{name} should be a 2-D array with {n_blocks} rows")
             if width is not None and arr.shape[1] != width:
                 raise _corrupt(path, f"X/{name} has width {arr.shape[1]}, expected {width}")
-            _check_chunks_present(arr, path, f"X/{name}")
+            check_chunks_present(arr, path, f"X/{name}")
             arrays[name] = arr
         if arrays["data"].shape != arrays["indices"].shape:
             raise _corrupt(path, "X/data and X/indices have different shapes")
@@ -522,7 +522,7 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
         y_member = _member(group, "y", path)
         if not isinstance(y_member, zarr.Array) or y_member.shape != (n_samples,):
             raise _corrupt(path, f"y should be an array of shape {(n_samples,)}")
-        _check_chunks_present(y_member, path, "y")
+        check_chunks_present(y_member, path, "y")
         y = read_checked(path, "y", "dataset", y_member, chunks=(chunk_rows,))
     return Dataset(X=X, y=y, attrs=attrs, path=path)
 

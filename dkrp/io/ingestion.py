@@ -34,16 +34,16 @@ import zarr
 from .. import _choices
 from .._store import consolidate, publish_atomically, write_attrs
 from ..errors import Message, Param
-from ._common import _compression_suffix, _open_maybe_compressed, file_sha256
-from .arrays import _NPY_SUFFIXES, _ingest_idx, _ingest_npy, _open_npy
+from ._common import compression_suffix, file_sha256, open_maybe_compressed
+from .arrays import NPY_SUFFIXES, ingest_idx, ingest_npy, open_npy
 from .dataset_store import (
     DATASET_FORMAT,
     FORMAT_VERSION,
-    _check_chunk_rows,
-    _is_dkrp_store,
+    check_chunk_rows,
+    is_dkrp_store,
 )
-from .libsvm import _LIBSVM_SUFFIXES, _ingest_libsvm
-from .tabular import _CSV_SUFFIXES, _PARQUET_SUFFIXES, _ingest_csv, _ingest_parquet
+from .libsvm import LIBSVM_SUFFIXES, ingest_libsvm
+from .tabular import CSV_SUFFIXES, PARQUET_SUFFIXES, ingest_csv, ingest_parquet
 
 logger = logging.getLogger(__name__)
 
@@ -75,19 +75,19 @@ class _Ingester:
 # format name -> ingester; the order is the order of `fmt` choices in messages
 _INGESTERS = {
     "libsvm": _Ingester(
-        _ingest_libsvm, _LIBSVM_SUFFIXES, ("sparse", "zero_based", "parse_bytes", "scheduler"),
+        ingest_libsvm, LIBSVM_SUFFIXES, ("sparse", "zero_based", "parse_bytes", "scheduler"),
         compressible=True,
     ),
     "csv": _Ingester(
-        _ingest_csv, _CSV_SUFFIXES, ("label_column", "drop_columns", "scheduler"),
+        ingest_csv, CSV_SUFFIXES, ("label_column", "drop_columns", "scheduler"),
         compressible=True,
     ),
-    "npy": _Ingester(_ingest_npy, _NPY_SUFFIXES, ("scheduler",), compressible=False),
+    "npy": _Ingester(ingest_npy, NPY_SUFFIXES, ("scheduler",), compressible=False),
     "parquet": _Ingester(
-        _ingest_parquet, _PARQUET_SUFFIXES, ("label_column", "drop_columns", "scheduler"),
+        ingest_parquet, PARQUET_SUFFIXES, ("label_column", "drop_columns", "scheduler"),
         compressible=False,
     ),
-    "idx": _Ingester(_ingest_idx, {".idx"}, ("labels",), compressible=True),
+    "idx": _Ingester(ingest_idx, {".idx"}, ("labels",), compressible=True),
 }
 #: The input formats ``ingest`` reads (``--format`` on the command line; the CLI reads the
 #: same tuple from dkrp._choices without importing this module)
@@ -103,7 +103,7 @@ _IDX_NAME = re.compile(r"idx\d-ubyte$")
 
 def _sniff_format(path: Path) -> str | None:
     """Guess LIBSVM or CSV from the first data line (for names such as ``w8a.bz2``)."""
-    with _open_maybe_compressed(path) as handle:
+    with open_maybe_compressed(path) as handle:
         head = handle.read(65536)
     for line in head.split(b"\n")[:50]:
         text = line.split(b"#", 1)[0].strip()
@@ -128,7 +128,7 @@ def _resolve_format(path: Path, fmt: str | None) -> str:
         if fmt not in _FORMATS:
             raise ValueError(f"fmt must be one of {_FORMATS} or None, got {fmt!r}")
         return fmt
-    stem = path.with_suffix("") if _compression_suffix(path) else path
+    stem = path.with_suffix("") if compression_suffix(path) else path
     suffix = stem.suffix.lower()
     if _IDX_NAME.search(stem.name):
         return "idx"
@@ -157,7 +157,7 @@ def _check_dest(dest: Path, overwrite: bool) -> None:
     if not overwrite:
         raise FileExistsError(Message("{} already exists; pass {} to replace it", dest,
                                       Param("overwrite", True)))
-    if not (dest.is_dir() and _is_dkrp_store(dest)):
+    if not (dest.is_dir() and is_dkrp_store(dest)):
         raise FileExistsError(
             f"Refusing to overwrite {dest}: it is not a dkrp dataset store (no zarr.json with "
             "dkrp_format='dataset'). Remove it yourself or choose another destination."
@@ -184,7 +184,7 @@ def _is_decompression_error(exc: BaseException) -> bool:
 def _default_dtype(source: Path, fmt: str) -> str:
     """float32 for a float32 ``.npy`` file (keep its bytes), else float64."""
     if fmt == "npy":
-        if _open_npy(source).dtype == np.float32:
+        if open_npy(source).dtype == np.float32:
             return "float32"
     return "float64"
 
@@ -304,7 +304,7 @@ def ingest(
     dtype = np.dtype(_default_dtype(source, fmt) if dtype is None else dtype)
     if dtype.kind != "f":
         raise ValueError(f"dtype must be a floating dtype (float32 or float64), got {dtype}")
-    chunk_rows = _check_chunk_rows(chunk_rows)
+    chunk_rows = check_chunk_rows(chunk_rows)
     if n_features is not None and (isinstance(n_features, bool) or int(n_features) < 0):
         raise ValueError(f"n_features must be a non-negative int or None, got {n_features!r}")
     if zero_based not in (True, False, "auto"):

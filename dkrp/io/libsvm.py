@@ -29,18 +29,18 @@ import zarr
 from sklearn.datasets import load_svmlight_file
 
 from ..errors import Message, Param
-from ._common import _compression_suffix, _nonfinite_message, _open_maybe_compressed
+from ._common import compression_suffix, nonfinite_message, open_maybe_compressed
 from .dataset_store import (
-    _create_csr,
-    _create_dense,
-    _default_chunk_rows,
-    _label_dtype,
-    _write_csr_block,
+    create_csr,
+    create_dense,
+    default_chunk_rows,
+    stored_label_dtype,
+    write_csr_block,
 )
 
 logger = logging.getLogger(__name__)
 
-_LIBSVM_SUFFIXES = {".txt", ".svm", ".libsvm", ".svmlight", ".t"}
+LIBSVM_SUFFIXES = {".txt", ".svm", ".libsvm", ".svmlight", ".t"}
 # bytes.split() separators, i.e. what scikit-learn's svmlight parser treats as blank
 _ASCII_WHITESPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
 #: zero_based="auto" reads a file as 0-based only when index 0 is on at least this share of
@@ -48,13 +48,13 @@ _ASCII_WHITESPACE = np.frombuffer(b" \t\n\r\x0b\x0c", dtype=np.uint8)
 _ZERO_BASED_MIN_SHARE = 0.5
 
 
-def _read_range(path: str, start: int, stop: int) -> bytes:
+def read_byte_range(path: str, start: int, stop: int) -> bytes:
     with open(path, "rb") as handle:
         handle.seek(start)
         return handle.read(stop - start)
 
 
-def _line_aligned_bounds(path: Path, size: int, parse_bytes: int) -> list[tuple[int, int]]:
+def line_aligned_bounds(path: Path, size: int, parse_bytes: int) -> list[tuple[int, int]]:
     """Cut ``[0, size)`` into byte ranges that each start at the beginning of a line."""
     cuts = [0]
     with open(path, "rb") as handle:
@@ -124,7 +124,7 @@ def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, zero
     A line with feature index 0 is bad when ``zero_problem`` (the words that say why) is given.
     """
     first_line = _count_newlines(path, start) + 1
-    buf = _read_range(path, start, stop)
+    buf = read_byte_range(path, start, stop)
     for k, line in enumerate(buf.split(b"\n")):
         body = line.split(b"#", 1)[0]
         if not body.split():
@@ -146,7 +146,7 @@ def _find_bad_line(path, display, start, stop, dtype, *, shift, n_features, zero
                                Param("n_features", n_features), "0" if shift == 0 else "1",
                                shown)
         if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
-            return f"{display}: line {lineno}: {_nonfinite_message(X.data, dtype)} {shown!r}"
+            return f"{display}: line {lineno}: {nonfinite_message(X.data, dtype)} {shown!r}"
     return None
 
 
@@ -167,7 +167,7 @@ def _auto_shift(zero_rows: int, feature_rows: int) -> int | None:
 
 def _scan_libsvm_piece(path: str, display: str, start: int, stop: int, dtype: str) -> dict:
     """First pass over one byte range: rows, their offsets and nnz, index range, label kind."""
-    buf = _read_range(path, start, stop)
+    buf = read_byte_range(path, start, stop)
     try:
         X, y = _parse_libsvm_bytes(buf, np.dtype(dtype))
     except ValueError:
@@ -207,7 +207,7 @@ def _write_libsvm_block(
     label_dtype,
 ):
     """Second pass: parse the byte range of one row block and write that block's chunks."""
-    X, y = _parse_libsvm_bytes(_read_range(path, start, stop), np.dtype(dtype))
+    X, y = _parse_libsvm_bytes(read_byte_range(path, start, stop), np.dtype(dtype))
     if X.shape[0] != n_rows:
         raise RuntimeError(
             f"{display} changed during ingest: block {block} has {X.shape[0]} rows, "
@@ -220,21 +220,21 @@ def _write_libsvm_block(
     if storage == "dense":
         group["X"][r0 : r0 + n_rows] = X.toarray()
     else:
-        _write_csr_block(group["X"], block, X, chunk_rows, dtype)
+        write_csr_block(group["X"], block, X, chunk_rows, dtype)
     group["y"][r0 : r0 + n_rows] = y.astype(label_dtype)
     return X.nnz
 
 
-def _ingest_libsvm(
+def ingest_libsvm(
     source, tmp, group, *, n_features, chunk_rows, dtype, sparse, zero_based, parse_bytes,
     scheduler,
 ):
     display = str(source)
     text_path = source
     decompressed = None
-    if _compression_suffix(source):
+    if compression_suffix(source):
         decompressed = tmp / "_decompressed_source.libsvm"  # inside tmp: removed on failure
-        with _open_maybe_compressed(source) as src, open(decompressed, "wb") as out:
+        with open_maybe_compressed(source) as src, open(decompressed, "wb") as out:
             shutil.copyfileobj(src, out, 4 * 2**20)
         text_path = decompressed
         display = f"{source} (decompressed)"
@@ -258,7 +258,7 @@ def _ingest_libsvm_text(
         parse_bytes = int(min(32 * 2**20, max(2**20, math.ceil(size / 32))))
     elif parse_bytes <= 0:
         raise ValueError(f"parse_bytes must be positive, got {parse_bytes}")
-    bounds = _line_aligned_bounds(Path(path), size, parse_bytes)
+    bounds = line_aligned_bounds(Path(path), size, parse_bytes)
     scan = dask.delayed(_scan_libsvm_piece, pure=True)
     pieces = dask.compute(
         *[scan(path, display, a, b, dtype.name) for a, b in bounds], scheduler=scheduler
@@ -318,9 +318,9 @@ def _ingest_libsvm_text(
             per_row = n_features * dtype.itemsize
         else:
             per_row = (nnz / max(n_samples, 1)) * (dtype.itemsize + index_dtype.itemsize) + 8
-        chunk_rows = _default_chunk_rows(per_row, n_samples)
+        chunk_rows = default_chunk_rows(per_row, n_samples)
     labels_integral = all(p["labels_integral"] for p in pieces)
-    label_dtype = _label_dtype(labels_integral)
+    label_dtype = stored_label_dtype(labels_integral)
     n_blocks = math.ceil(n_samples / chunk_rows)
     block_nnz = np.add.reduceat(row_nnz, np.arange(0, n_samples, chunk_rows)) if n_samples else []
     logger.info(
@@ -329,12 +329,12 @@ def _ingest_libsvm_text(
     )
 
     if storage == "dense":
-        _create_dense(group, "X", n_samples, n_features, chunk_rows, dtype)
+        create_dense(group, "X", n_samples, n_features, chunk_rows, dtype)
     else:
         capacity = max(1, int(max(block_nnz, default=0)))
-        _create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacity,
-                    index_dtype, dtype)
-    _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
+        create_csr(group, n_samples, n_features, chunk_rows, n_blocks, nnz, capacity,
+                   index_dtype, dtype)
+    create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
 
     write = dask.delayed(_write_libsvm_block, pure=True)
     tasks = []

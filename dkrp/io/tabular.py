@@ -18,25 +18,25 @@ from dask.base import tokenize
 
 from ..errors import Message, Param
 from ._common import (
-    _array_from_blocks,
-    _check_finite_block,
-    _compression_suffix,
-    _open_maybe_compressed,
+    array_from_blocks,
+    check_finite_block,
+    compression_suffix,
+    open_maybe_compressed,
 )
 from .dataset_store import (
     TARGET_CHUNK_BYTES,
-    _check_chunk_rows,
-    _create_dense,
-    _default_chunk_rows,
-    _dense_attrs,
-    _label_dtype,
-    _row_chunks,
-    _write_blocks,
+    check_chunk_rows,
+    create_dense,
+    default_chunk_rows,
+    dense_attrs,
+    row_chunk_sizes,
+    stored_label_dtype,
+    write_dense_blocks,
 )
-from .libsvm import _line_aligned_bounds, _read_range
+from .libsvm import line_aligned_bounds, read_byte_range
 
-_CSV_SUFFIXES = {".csv"}
-_PARQUET_SUFFIXES = {".parquet", ".pq"}
+CSV_SUFFIXES = {".csv"}
+PARQUET_SUFFIXES = {".parquet", ".pq"}
 _SCAN_BYTES = 32 * 2**20
 
 
@@ -61,7 +61,7 @@ def _check_csv_fields(source) -> None:
     line_no = 0  # lines finished so far
     data_lines = 0
     carry = b""
-    with _open_maybe_compressed(Path(source)) as handle:
+    with open_maybe_compressed(Path(source)) as handle:
         while True:
             block = handle.read(_SCAN_BYTES)
             buf = carry + block
@@ -151,7 +151,7 @@ def _select_columns(source, columns, label_column, drop_columns, n_features):
 def _estimate_csv_rows(source, sample_bytes=1 << 16) -> int:
     """About how many data rows ``source`` holds, from its size and its first lines (an
     underestimate for a compressed file, which only makes its default chunks smaller)."""
-    with _open_maybe_compressed(Path(source)) as f:
+    with open_maybe_compressed(Path(source)) as f:
         head = f.read(sample_bytes)
     lines = head.count(b"\n")
     if lines <= 1:
@@ -161,8 +161,8 @@ def _estimate_csv_rows(source, sample_bytes=1 << 16) -> int:
     return int(os.path.getsize(source) / (len(head) / lines)) - 1
 
 
-def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns,
-                scheduler=None):
+def ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_column, drop_columns,
+               scheduler=None):
     pd = _import_pandas()
     _check_csv_fields(source)
     header = pd.read_csv(source, nrows=0).columns
@@ -172,10 +172,10 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
         return _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dtype,
                                       label_column, scheduler)
     if chunk_rows is None:
-        chunk_rows = _default_chunk_rows(max(n_features, 1) * dtype.itemsize,
-                                         _estimate_csv_rows(source))
+        chunk_rows = default_chunk_rows(max(n_features, 1) * dtype.itemsize,
+                                        _estimate_csv_rows(source))
     usecols = features + ([label_column] if label_column is not None else [])
-    X = _create_dense(group, "X", 0, n_features, chunk_rows, dtype)
+    X = create_dense(group, "X", 0, n_features, chunk_rows, dtype)
     y = None
     label_dtype = None
     row0 = 0
@@ -196,14 +196,14 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
             if label_column is not None:
                 labels = frame[label_column].to_numpy()
                 if label_dtype is None:
-                    label_dtype = _label_dtype(labels.dtype.kind in "iub")
-                    y = _create_dense(group, "y", 0, None, chunk_rows, label_dtype)
+                    label_dtype = stored_label_dtype(labels.dtype.kind in "iub")
+                    y = create_dense(group, "y", 0, None, chunk_rows, label_dtype)
                 if labels.dtype.kind == "f" and label_dtype.kind != "f":
                     raise ValueError(
                         f"{source}: label column {label_column!r} turns non-integer (or has "
                         f"missing values) in data rows {row0}..{row0 + len(frame) - 1}"
                     )
-            _check_finite_block(values, labels, source, row0, features, header_lines=1)
+            check_finite_block(values, labels, source, row0, features, header_lines=1)
             row1 = row0 + len(frame)
             X.resize((row1, n_features))
             X[row0:row1] = values
@@ -213,9 +213,9 @@ def _ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colu
             row0 = row1
     if label_column is not None and y is None:  # empty file: still record an empty y
         label_dtype = np.dtype("float64")
-        _create_dense(group, "y", 0, None, chunk_rows, label_dtype)
-    return _dense_attrs(row0, n_features, dtype, chunk_rows, label_dtype,
-                        feature_names=features)
+        create_dense(group, "y", 0, None, chunk_rows, label_dtype)
+    return dense_attrs(row0, n_features, dtype, chunk_rows, label_dtype,
+                       feature_names=features)
 
 
 def _import_parquet():
@@ -231,7 +231,7 @@ def _import_parquet():
 
 def _csv_row_offsets(path, start, stop):
     """Byte offsets of the data rows (non-blank lines) starting in ``[start, stop)``."""
-    buf = _read_range(path, start, stop)
+    buf = read_byte_range(path, start, stop)
     if b'"' in buf:
         raise ValueError(Message(
             "{}: quoted fields (a comma or line break may sit inside one) cannot be split "
@@ -251,7 +251,7 @@ def _csv_block(path, start, stop, header, features, label_column, dtype, store, 
 
     pd = _import_pandas()
     usecols = list(features) + ([label_column] if label_column is not None else [])
-    frame = pd.read_csv(io.BytesIO(_read_range(path, start, stop)), header=None,
+    frame = pd.read_csv(io.BytesIO(read_byte_range(path, start, stop)), header=None,
                         names=list(header), usecols=usecols)
     if len(frame) != n_rows:
         raise RuntimeError(f"{path} changed during ingest: rows {r0}.. hold {len(frame)} rows, "
@@ -264,7 +264,7 @@ def _csv_block(path, start, stop, header, features, label_column, dtype, store, 
             "column out with {}.", path, r0 + i, bad[0], value, Param("drop_columns", [bad[0]])))
     values = frame[list(features)].to_numpy(dtype=dtype)
     labels = frame[label_column].to_numpy() if label_column is not None else None
-    _check_finite_block(values, labels, path, r0, list(features), header_lines=1)
+    check_finite_block(values, labels, path, r0, list(features), header_lines=1)
     zarr.open_group(store, mode="r+")["X"][r0:r0 + n_rows] = values
     return labels
 
@@ -279,9 +279,9 @@ def _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dty
     import dask
 
     path = Path(source)
-    if _compression_suffix(path):
+    if compression_suffix(path):
         text = Path(tmp) / "_decompressed_source.csv"  # inside tmp: removed on failure
-        with _open_maybe_compressed(path) as src, open(text, "wb") as out:
+        with open_maybe_compressed(path) as src, open(text, "wb") as out:
             shutil.copyfileobj(src, out, 4 * 2**20)
         path = text
     try:
@@ -290,14 +290,14 @@ def _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dty
             header_end = len(handle.readline())
         parse_bytes = int(min(32 * 2**20, max(2**20, -(-size // 32))))
         bounds = [(max(a, header_end), b) for a, b in
-                  _line_aligned_bounds(path, size, parse_bytes) if b > header_end]
+                  line_aligned_bounds(path, size, parse_bytes) if b > header_end]
         scan = dask.delayed(_csv_row_offsets, pure=True)
         pieces = dask.compute(*[scan(str(path), a, b) for a, b in bounds], scheduler=scheduler)
         offsets = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
         n_samples, width = len(offsets), len(features)
         if chunk_rows is None:
-            chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
-        _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+            chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+        create_dense(group, "X", n_samples, width, chunk_rows, dtype)
         write = dask.delayed(_csv_block, pure=True)
         tasks = []
         for r0 in range(0, n_samples, chunk_rows):
@@ -312,11 +312,11 @@ def _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dty
     label_dtype = None
     if label_column is not None:
         y = np.concatenate(labels) if labels else np.zeros(0)
-        label_dtype = _label_dtype(y.dtype.kind in "iub")
-        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)[:] = y.astype(
+        label_dtype = stored_label_dtype(y.dtype.kind in "iub")
+        create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)[:] = y.astype(
             label_dtype)
-    return _dense_attrs(n_samples, width, dtype, chunk_rows, label_dtype,
-                        feature_names=features)
+    return dense_attrs(n_samples, width, dtype, chunk_rows, label_dtype,
+                       feature_names=features)
 
 
 def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_features=None):
@@ -349,7 +349,7 @@ def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_feature
     label_dtype = None
     if label_column is not None:
         label_dtype = np.dtype(schema.field(label_column).type.to_pandas_dtype())
-        label_dtype = _label_dtype(label_dtype.kind in "iub")
+        label_dtype = stored_label_dtype(label_dtype.kind in "iub")
     return pfile.metadata.num_rows, features, label_dtype
 
 
@@ -374,24 +374,24 @@ def _parquet_rows(path, features, label_column, r0, r1, dtype="float64"):
     return values, labels
 
 
-def _ingest_parquet(source, tmp, group, *, n_features, chunk_rows, dtype, label_column,
-                    drop_columns, scheduler):
+def ingest_parquet(source, tmp, group, *, n_features, chunk_rows, dtype, label_column,
+                   drop_columns, scheduler):
     n_samples, features, label_dtype = _parquet_schema(
         source, None, label_column, drop_columns, n_features
     )
     width = len(features)
     if chunk_rows is None:
-        chunk_rows = _default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
-    _create_dense(group, "X", n_samples, width, chunk_rows, dtype)
+        chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
+    create_dense(group, "X", n_samples, width, chunk_rows, dtype)
     if label_column is not None:
-        _create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
-    _write_blocks(
+        create_dense(group, "y", n_samples, None, chunk_rows, label_dtype)
+    write_dense_blocks(
         _parquet_rows, (str(source), features, label_column), n_samples, chunk_rows, str(tmp),
         dtype, None if label_dtype is None else label_dtype.name, str(source), features,
         scheduler,
     )
-    return _dense_attrs(int(n_samples), width, dtype, chunk_rows, label_dtype,
-                        feature_names=features)
+    return dense_attrs(int(n_samples), width, dtype, chunk_rows, label_dtype,
+                       feature_names=features)
 
 
 def _parquet_values(path, features, dtype, r0, r1):
@@ -429,15 +429,15 @@ def from_parquet(path, columns=None, chunk_rows: int | None = None, dtype="float
     path = Path(path).expanduser().absolute()
     dtype = np.dtype(dtype)
     n_rows, features, _ = _parquet_schema(path, columns)
-    chunk_rows = _check_chunk_rows(chunk_rows)
+    chunk_rows = check_chunk_rows(chunk_rows)
     if chunk_rows is None:  # whole row groups: no block decodes a group another one decodes
         pfile = _import_parquet().ParquetFile(path)
         sizes = [pfile.metadata.row_group(i).num_rows for i in range(pfile.num_row_groups)]
         chunks = _row_group_chunks(sizes, max(len(features), 1) * dtype.itemsize)
     else:
-        chunks = _row_chunks(n_rows, chunk_rows)
+        chunks = row_chunk_sizes(n_rows, chunk_rows)
     token = tokenize(str(path), os.stat(path).st_mtime_ns, features, dtype.name, chunks)
-    return _array_from_blocks(
+    return array_from_blocks(
         "from-parquet", _parquet_values, (str(path), features, dtype.name),
         chunks, len(features), np.empty((0, len(features)), dtype=dtype), token,
     )
