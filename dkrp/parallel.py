@@ -27,7 +27,7 @@ from ._blockwise import (
     transform_partition,
 )
 from ._spec import rebuild
-from .errors import SpecError
+from .errors import ClusterError, InvalidInputError, SpecError
 
 logger = logging.getLogger(__name__)
 
@@ -191,11 +191,11 @@ def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=No
     from distributed import Client
 
     if scheduler is not None and scheduler_file is not None:
-        raise ValueError("Give scheduler or scheduler_file, not both.")
+        raise InvalidInputError("Give scheduler or scheduler_file, not both.")
     if (scheduler is not None or scheduler_file is not None) and (
         n_workers is not None or memory_limit is not None
     ):
-        raise ValueError(
+        raise InvalidInputError(
             "n_workers and memory_limit size an embedded cluster; they cannot be used with "
             "scheduler or scheduler_file."
         )
@@ -256,7 +256,7 @@ def check_workers(client, projector) -> dict:
     text = spec_json(projector)
     results = client.run(_worker_check, text)
     if not results:
-        raise RuntimeError("The cluster has no workers to check.")
+        raise ClusterError("The cluster has no workers to check.")
     expected = projector.spec_checksum_
     bad = {addr: r for addr, r in results.items() if r["checksum"] != expected}
     if bad:
