@@ -94,6 +94,15 @@ def _corrupt_store(small_store):
     open_dataset(small_store)
 
 
+def _incomplete_store(small_store):
+    import zarr
+
+    zarr.open_group(str(small_store), mode="r+").attrs["complete"] = False
+    from dkrp.io import open_dataset
+
+    open_dataset(small_store)
+
+
 @pytest.mark.parametrize(("mistake", "builtin", "match"), [
     # dkrp's own checks
     (lambda _: dkrp.RandomFourierFeatures(n_components=8).fit(_nan_rows()), ValueError,
@@ -106,6 +115,7 @@ def _corrupt_store(small_store):
     (lambda _: dkrp.from_spec({"format": "dkrp.projector"}), ValueError,
      "Unsupported spec format_version"),
     (_corrupt_store, ValueError, r"x\.zarr is corrupt: member 'X' is missing"),
+    (_incomplete_store, ValueError, r"x\.zarr is incomplete: its ingest did not finish"),
     # scikit-learn's checks inside dkrp's entry points, their message kept
     (lambda _: _fitted().transform(_rows(d=5)), ValueError,
      "X has 5 features, but RandomFourierFeatures is expecting 4 features as input"),
@@ -118,7 +128,7 @@ def _corrupt_store(small_store):
     (lambda _: dkrp.PrimalLinearSVC().fit(__import__("scipy.sparse").sparse.csr_matrix(
         _rows()), np.arange(20) % 2), TypeError, "dense data is required"),
 ], ids=["nan-fit", "nan-transform", "n_components", "degree", "spec", "corrupt-store",
-        "feature-count", "1-d", "svm-nan", "svm-labels", "svm-sparse"])
+        "incomplete-store", "feature-count", "1-d", "svm-nan", "svm-labels", "svm-sparse"])
 def test_a_users_mistake_is_a_dkrp_error_and_the_legacy_builtin(small_store, mistake, builtin,
                                                                  match):
     with pytest.raises(DkrpError, match=match) as info:
