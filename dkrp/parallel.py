@@ -244,19 +244,34 @@ def check_workers(client, projector) -> dict:
     Returns
     -------
     dict
-        Worker address -> checksum (all equal to ``projector.spec_checksum_``).
+        Worker address -> checksum (all equal to ``projector.spec_checksum_``), for
+        the workers that answered. A worker that dies while asked (preempted, killed)
+        is left out with a logged warning, not taken for a mismatch.
 
     Raises
     ------
     SpecError
         Naming each worker whose hyperplanes differ, with its numpy and dkrp versions.
-    RuntimeError
-        If the cluster has no workers.
+    ClusterError
+        (A ``RuntimeError``.) If the cluster has no workers, or none answered.
     """
     text = spec_json(projector)
-    results = client.run(_worker_check, text)
+    answers = client.run(_worker_check, text, on_error="return")
+    # a worker that died while asked (preempted, killed) is not a mismatch: its
+    # replacement is not checked here, but every task verifies the checksum of the
+    # spec it rebuilds, wherever it runs
+    lost = sorted(addr for addr, r in answers.items() if isinstance(r, OSError))
+    for addr, r in answers.items():
+        if isinstance(r, BaseException) and addr not in lost:
+            raise r
+    results = {addr: r for addr, r in answers.items() if addr not in lost}
+    if lost:
+        logger.warning("worker(s) %s stopped answering while the hyperplanes were checked; "
+                       "%d other(s) checked", ", ".join(lost), len(results))
     if not results:
-        raise ClusterError("The cluster has no workers to check.")
+        raise ClusterError("The cluster has no workers to check." if not lost else
+                           f"Every worker ({', '.join(lost)}) stopped answering while the "
+                           "hyperplanes were checked.")
     expected = projector.spec_checksum_
     bad = {addr: r for addr, r in results.items() if r["checksum"] != expected}
     if bad:

@@ -11,7 +11,11 @@ projector's module there.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 
+import numpy as np
 import pytest
 from distributed import Client
 
@@ -58,3 +62,24 @@ def test_workers_restarted_for_memory_again_and_again_are_a_memory_error(tmp_pat
                            r"exceeding their memory limit \(300\.0 MiB\) before running any "
                            r"task .*Give workers more memory"):
             task_budget(c, "startup_fault", wait=120)
+
+
+def test_a_worker_killed_while_the_hyperplanes_are_checked_is_not_a_mismatch(caplog):
+    # the worker is stopped (SIGSTOP) so that it cannot answer, then killed while the
+    # check waits for it: the others are checked and the job goes on (its tasks verify
+    # the spec's checksum wherever they run)
+    from dkrp import PolynomialRandomProjection
+    from dkrp.parallel import check_workers
+
+    krp = PolynomialRandomProjection(n_components=10, random_state=0).fit(np.ones((3, 5)))
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=120)
+        (victim, pid), (survivor, _) = sorted(c.run(os.getpid).items())
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(1.0, os.kill, (pid, signal.SIGKILL)).start()
+        with caplog.at_level(logging.WARNING, logger="dkrp.parallel"):
+            checked = check_workers(c, krp)
+        assert checked == {survivor: krp.spec_checksum_}
+        assert (f"worker(s) {victim} stopped answering while the hyperplanes were checked; "
+                "1 other(s) checked") in caplog.text
