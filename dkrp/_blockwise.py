@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ._spec import rebuild, spec_json
 from ._validation import FLOAT_DTYPES, check_finite_rows
-from .errors import PartitionInputError, SpecError
+from .errors import InvalidInputError, PartitionInputError, SpecError
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def output_dtype(X, dtype):
     if dtype is not None:
         dtype = np.dtype(dtype)
         if dtype not in FLOAT_DTYPES:
-            raise ValueError(f"dtype must be float32 or float64, got {dtype}.")
+            raise InvalidInputError(f"dtype must be float32 or float64, got {dtype}.")
         return dtype
     return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
 
@@ -190,23 +190,23 @@ def prepare_input(X, projector, *, dtype=None):
 
     check_is_fitted(projector, "spec_checksum_")
     if X.ndim != 2:
-        raise ValueError(
+        raise InvalidInputError(
             f"Expected 2D array, got {X.ndim}D array instead: featurize takes a dask array "
             "of shape (n_samples, n_features)."
         )
     if X.dtype.kind not in "biuf":
-        raise ValueError(
+        raise InvalidInputError(
             f"dtype={X.dtype} is not numeric: dkrp featurizes integer or floating input only."
         )
     if any(np.isnan(c) for c in X.chunks[0]) or any(np.isnan(c) for c in X.chunks[1]):
-        raise ValueError(
+        raise InvalidInputError(
             "X has unknown chunk sizes; call X.compute_chunk_sizes() (or read it with "
             "dkrp.io.open_dataset, which records them) before featurizing."
         )
     n_features = int(X.shape[1])
     if n_features != projector.n_features_in_:
         # scikit-learn's wording (validate_data, reset=False)
-        raise ValueError(
+        raise InvalidInputError(
             f"X has {n_features} features, but {type(projector).__name__} is expecting "
             f"{projector.n_features_in_} features as input."
         )
@@ -292,16 +292,16 @@ def fit_dask(est, X):
         Fitted.
     """
     if X.ndim != 2:
-        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
+        raise InvalidInputError(f"Expected 2D array, got {X.ndim}D array instead.")
     if np.isnan(X.shape[1]) or (est.data_dependent and np.isnan(X.shape[0])):
-        raise ValueError(
+        raise InvalidInputError(
             "X has unknown chunk sizes; call X.compute_chunk_sizes() before fitting "
             "(landmark sampling needs n_samples)."
         )
     if X.shape[1] < 1:
-        raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+        raise InvalidInputError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if X.dtype.kind not in "fiub":
-        raise ValueError(f"dask array X must be numeric, got dtype {X.dtype}.")
+        raise InvalidInputError(f"dask array X must be numeric, got dtype {X.dtype}.")
     est.__dict__.pop("feature_names_in_", None)
     est.n_features_in_ = int(X.shape[1])
     return est._fit_validated(X, int(X.shape[1]))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ChunkError, Message, Param
+from .errors import ChunkError, CorruptStoreError, Message, Param
 
 __all__ = []
 
@@ -457,7 +457,7 @@ def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
         try:
             array = zarr.open_array(str(array_dir), mode="r")
         except Exception as exc:  # noqa: BLE001 - no metadata: nothing to check against
-            raise ValueError(Message(
+            raise CorruptStoreError(Message(
                 "Store {}: the metadata of array {!r} ({}/zarr.json) is missing or unreadable "
                 "({}: {}); its chunks cannot be checked. Rebuild the store (featurize or ingest "
                 "with {}).", store, name, name, type(exc).__name__, exc,

@@ -19,6 +19,8 @@ import zlib
 
 import numpy as np
 
+from .errors import InvalidInputError
+
 __all__ = [
     "BLOCK_SIZE",
     "block_generator",
@@ -82,9 +84,11 @@ def resolve_seed(random_state) -> int:
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         seed = int(random_state)
         if seed < 0:
-            raise ValueError(f"random_state must be a non-negative integer or None, got {seed}.")
+            raise InvalidInputError(
+                f"random_state must be a non-negative integer or None, got {seed}."
+            )
         return seed
-    raise ValueError(
+    raise InvalidInputError(
         "random_state must be a non-negative integer or None (dkrp projectors are defined "
         f"by an integer seed so any worker can regenerate them); got {random_state!r}."
     )

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._names import PROJECTORS
 from ._random import array_checksum
-from .errors import SpecError
+from .errors import InvalidTypeError, SpecError
 
 __all__ = [
     "SPEC_FORMAT",
@@ -85,7 +85,7 @@ def register(cls) -> type:
     name, target = cls.__name__, _target(cls)
     taken = PROJECTORS.get(name) or (_target(_REGISTRY[name]) if name in _REGISTRY else None)
     if taken is not None and taken != target:
-        raise TypeError(
+        raise InvalidTypeError(
             f"Cannot register the projector class {target} as {name!r}: that spec name is "
             f"taken by {taken}, and a spec names its class by name alone, so specs of one "
             f"would rebuild the other. Give the class another name (e.g. My{name}).")

@@ -25,7 +25,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from .errors import Message
+from .errors import InvalidInputError, Message
 
 __all__ = ["FORMATS", "read_attrs", "check_store", "consolidate", "publish_atomically",
            "write_attrs"]
@@ -49,7 +49,7 @@ def read_attrs(path) -> dict | None:
         return None
 
 
-def check_store(path, fmt: str, *, allow_incomplete=False, error=ValueError,
+def check_store(path, fmt: str, *, allow_incomplete=False, error=InvalidInputError,
                 missing_hint="", incomplete_hint="") -> dict:
     """Check that ``path`` is a complete dkrp store of kind ``fmt``; return its attributes.
 

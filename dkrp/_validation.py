@@ -7,15 +7,17 @@ distributed path, the partition.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._choices import FLOAT_DTYPE_NAMES
-from .errors import PartitionInputError
+from .errors import InvalidInputError, InvalidTypeError, PartitionInputError
 
 __all__ = [
+    "sklearn_checks",
     "check_finite_rows",
     "check_integer",
     "check_real",
@@ -27,6 +29,37 @@ __all__ = [
 
 #: The dtypes projectors compute in: float32 input stays float32, the rest is float64.
 FLOAT_DTYPES = tuple(np.dtype(name).type for name in FLOAT_DTYPE_NAMES)
+
+
+@contextlib.contextmanager
+def sklearn_checks():
+    """Re-raise scikit-learn's input errors as dkrp's, message unchanged.
+
+    scikit-learn's checks (``check_array``, ``validate_data``, ``column_or_1d``, ...)
+    raise a plain ``ValueError`` or ``TypeError`` for bad input (NaN/inf, the wrong
+    number of dimensions or features, sparse input where dense is needed). Inside a
+    dkrp entry point that is the user's mistake: it becomes an
+    :class:`~dkrp.errors.InvalidInputError` (or :class:`~dkrp.errors.InvalidTypeError`)
+    with the original as its ``__cause__``. Subclasses (scikit-learn's
+    ``NotFittedError``, dkrp's own errors) pass through as they are.
+
+    Examples
+    --------
+    >>> from sklearn.utils import check_array
+    >>> with sklearn_checks():
+    ...     check_array([[1.0, float("nan")]])
+    Traceback (most recent call last):
+    ...
+    dkrp.errors.InvalidInputError: Input contains NaN.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        if type(exc) is ValueError:
+            raise InvalidInputError(str(exc)) from exc
+        if type(exc) is TypeError:
+            raise InvalidTypeError(str(exc)) from exc
+        raise
 
 
 def first_nonfinite_row(X):
@@ -84,33 +117,33 @@ def check_finite_rows(X, *, name="X", row_offset=0, partition=None):
         )
     if partition is not None:
         raise PartitionInputError(msg, partition=partition)
-    raise ValueError(msg)
+    raise InvalidInputError(msg)
 
 
 def check_integer(name, value, *, minimum=None, maximum=None):
     """Check that ``value`` is an integer (not bool) within bounds; return it as int."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(
+        raise InvalidInputError(
             f"{name} must be an integer, got {value!r} of type {type(value).__name__}."
         )
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+        raise InvalidInputError(f"{name} must be >= {minimum}, got {value}.")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
+        raise InvalidInputError(f"{name} must be <= {maximum}, got {value}.")
     return value
 
 
 def check_real(name, value, *, minimum=None, maximum=None, include_min=True):
     """Check that ``value`` is a finite real number within bounds; return it as float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}.")
+        raise InvalidInputError(f"{name} must be a finite real number, got {value!r}.")
     value = float(value)
     if minimum is not None and (value < minimum or (not include_min and value == minimum)):
         op = ">=" if include_min else ">"
-        raise ValueError(f"{name} must be {op} {minimum}, got {value}.")
+        raise InvalidInputError(f"{name} must be {op} {minimum}, got {value}.")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
+        raise InvalidInputError(f"{name} must be <= {maximum}, got {value}.")
     return value
 
 
@@ -118,7 +151,7 @@ def check_choice(name, value, choices):
     """Check that ``value`` is one of ``choices``."""
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {options}; got {value!r}.")
+        raise InvalidInputError(f"{name} must be one of {options}; got {value!r}.")
     return value
 
 

@@ -41,7 +41,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_choice
+from ._validation import check_choice, sklearn_checks
+from .errors import InvalidInputError
 from .features.sign_product import (
     SignProductEmbedding,
     bit_features,
@@ -113,7 +114,7 @@ class AsymmetricSketchClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstima
         if emb is None:
             emb = SignProductEmbedding()
         if not isinstance(emb, SignProductEmbedding):
-            raise ValueError(
+            raise InvalidInputError(
                 f"embedding must be a SignProductEmbedding, got {type(emb).__name__}."
             )
         fitted = getattr(emb, "spec_checksum_", None) is not None
@@ -145,7 +146,9 @@ class AsymmetricSketchClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstima
         self : object
         """
         check_choice("train_on", self.train_on, EMBEDDINGS)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+        with sklearn_checks():
+            X, y = validate_data(self, X, y, accept_sparse="csr",
+                                 dtype=(np.float64, np.float32))
         self.embedding_ = self._fit_embedding(X)
         est = LinearSVC() if self.estimator is None else clone(self.estimator)
         self.estimator_ = est.fit(self._features(X, self.train_on), y)
@@ -154,8 +157,9 @@ class AsymmetricSketchClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstima
 
     def _check_rows(self, X):
         check_is_fitted(self, "estimator_")
-        return validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
-                             reset=False)
+        with sklearn_checks():
+            return validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
+                                 reset=False)
 
     def decision_function(self, X):
         """Decision values of raw rows embedded as the *other* embedding."""
@@ -181,7 +185,7 @@ class AsymmetricSketchClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstima
         """
         check_is_fitted(self, "estimator_")
         if self.train_on != "sketch":
-            raise ValueError(
+            raise InvalidInputError(
                 "predict_bits classifies bits with a model trained on sketches; this one "
                 "was trained on bits (train_on='bits'): use predict_sketches."
             )
@@ -194,21 +198,23 @@ class AsymmetricSketchClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstima
         """Classify rows received as sketches ``embedding_.transform(X)`` (``train_on="bits"``)."""
         check_is_fitted(self, "estimator_")
         if self.train_on != "bits":
-            raise ValueError(
+            raise InvalidInputError(
                 "predict_sketches classifies sketches with a model trained on bits; this one "
                 "was trained on sketches (train_on='sketch'): use predict_bits."
             )
         B = np.asarray(sketches, dtype=np.float64)
         m = self.embedding_.n_components_
         if B.ndim != 2 or B.shape[1] != m:
-            raise ValueError(f"sketches must have shape (n_samples, {m}), got {B.shape}.")
+            raise InvalidInputError(f"sketches must have shape (n_samples, {m}), got {B.shape}.")
         return self.estimator_.predict(sketch_features(B))
 
     def _bit_rows(self, bits):
         bits = np.asarray(bits)
         m = self.embedding_.n_components_
         if bits.ndim != 2:
-            raise ValueError(f"bits must be 2-D (n_samples, {n_bytes(m)}), got {bits.shape}.")
+            raise InvalidInputError(
+                f"bits must be 2-D (n_samples, {n_bytes(m)}), got {bits.shape}."
+            )
         return bit_features(bits, m)
 
     def __sklearn_tags__(self):

@@ -49,7 +49,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _blockwise, _spec, preprocessing
 from ._random import resolve_seed
 from ._spec import SpecError, from_spec, load, registered_projectors
-from ._validation import FLOAT_DTYPES, check_finite_rows, check_integer, is_dask_collection
+from ._validation import (
+    FLOAT_DTYPES,
+    check_finite_rows,
+    check_integer,
+    is_dask_collection,
+    sklearn_checks,
+)
+from .errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +153,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     def _check_output(self, output):
         if output not in self.outputs:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{type(self).__name__} computes {' and '.join(map(repr, self.outputs))}, "
                 f"not {output!r}.")
 
@@ -195,10 +202,11 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     def _validate_input(self, X, *, reset):
         """scikit-learn's checks (2-D, numeric, feature count) plus NaN/inf naming the row."""
-        X = validate_data(
-            self, X, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_all_finite=False,
-            reset=reset,
-        )
+        with sklearn_checks():
+            X = validate_data(
+                self, X, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_all_finite=False,
+                reset=reset,
+            )
         check_finite_rows(X)
         return X
 
@@ -214,7 +222,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self : object
         """
         if self.data_dependent:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{type(self).__name__} learns from training rows; call fit(X) instead "
                 "of fit_n_features."
             )

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import Message, Param
+from .errors import DatasetNotFoundError, InvalidInputError, Message, MissingDependencyError, Param
 
 __all__ = [
     "DatasetNotFoundError",
@@ -66,10 +66,6 @@ _FILES: dict[str, dict[str, tuple[str, ...]]] = {
     "wine-quality": {"train": ("wine-quality/WineQT.csv",)},
 }
 _SCALES = ("[-1,1)", "[-1,1]", "[0,1]", None)
-
-
-class DatasetNotFoundError(FileNotFoundError):
-    """A dataset file is not where dkrp looks for it (and downloading was not allowed)."""
 
 
 def data_dir() -> Path:
@@ -117,9 +113,9 @@ def dataset_path(name: str, kind: str = "train") -> tuple[Path, ...]:
     """
     key = name.lower().replace("_", "-")
     if key not in _FILES:
-        raise ValueError(f"Unknown dataset {name!r}; known: {sorted(_FILES)}")
+        raise InvalidInputError(f"Unknown dataset {name!r}; known: {sorted(_FILES)}")
     if kind not in _FILES[key]:
-        raise ValueError(
+        raise InvalidInputError(
             f"Dataset {name!r} has no {kind!r} split; available: {sorted(_FILES[key])}"
         )
     root = data_dir()
@@ -140,16 +136,16 @@ def _require(name: str, kind: str) -> tuple[Path, ...]:
 
 def _load_idx_pair(name: str, kind: str, scale):
     if kind not in ("train", "test"):
-        raise ValueError(f"kind must be 'train' or 'test', got {kind!r}")
+        raise InvalidInputError(f"kind must be 'train' or 'test', got {kind!r}")
     if scale not in _SCALES:
-        raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+        raise InvalidInputError(f"scale must be one of {_SCALES}, got {scale!r}")
     from .io import read_idx  # the one IDX parser; imported here to keep this module light
 
     images_path, labels_path = _require(name, kind)
     images = read_idx(images_path, expected_magic=2051)  # unsigned bytes, 3-D
     labels = read_idx(labels_path, expected_magic=2049)  # unsigned bytes, 1-D
     if images.shape[0] != labels.shape[0]:
-        raise ValueError(
+        raise InvalidInputError(
             f"{images_path} has {images.shape[0]} images but {labels_path} has "
             f"{labels.shape[0]} labels"
         )
@@ -208,12 +204,16 @@ def load_usps(kind: str = "train"):
     try:
         import h5py
     except ImportError as exc:  # pragma: no cover - h5py ships with the test extra
-        raise ImportError("Reading USPS (HDF5) needs h5py: pip install dkrp[data]") from exc
+        raise MissingDependencyError(
+            "Reading USPS (HDF5) needs h5py: pip install dkrp[data]"
+        ) from exc
     with h5py.File(path, "r") as f:
         X = np.asarray(f[f"{kind}/data"][:], dtype=np.float64)
         y = np.asarray(f[f"{kind}/target"][:], dtype=np.int64)
     if X.shape != (len(y), 256):
-        raise ValueError(f"{path}: {kind}/data has shape {X.shape}, expected ({len(y)}, 256).")
+        raise InvalidInputError(
+            f"{path}: {kind}/data has shape {X.shape}, expected ({len(y)}, 256)."
+        )
     return X, y
 
 
@@ -264,7 +264,7 @@ def load_covtype(path=None, *, download: bool = False):
     frame = pd.read_csv(path)
     expected = {"Id", "Cover_Type"}
     if not expected <= set(frame.columns):
-        raise ValueError(
+        raise InvalidInputError(
             f"{path}: expected columns 'Id' and 'Cover_Type', found {list(frame.columns)}"
         )
     X = frame.drop(columns=["Id", "Cover_Type"]).to_numpy(dtype=np.float64)
@@ -302,8 +302,8 @@ def _read_table(name, target, features=None, drop=()):
         c for c in frame.columns if c != target and c not in drop]
     missing = [c for c in [*wanted, target] if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: expected columns {missing} are missing; found "
-                         f"{list(frame.columns)}.")
+        raise InvalidInputError(f"{path}: expected columns {missing} are missing; found "
+                                f"{list(frame.columns)}.")
     X = frame[wanted].to_numpy(dtype=np.float64)
     y = frame[target].to_numpy(dtype=np.float64)
     return X, y
@@ -381,7 +381,7 @@ def load_a9a(kind: str = "train"):
         Labels -1 and +1.
     """
     if kind not in ("train", "test"):
-        raise ValueError(f"kind must be 'train' or 'test', got {kind!r}")
+        raise InvalidInputError(f"kind must be 'train' or 'test', got {kind!r}")
     return _load_libsvm("a9a", kind, 123)
 
 
@@ -427,7 +427,7 @@ def max_pool(X, size: int = 2, side: int | None = None):
     X = np.asarray(X)
     side = int(round(np.sqrt(X.shape[1]))) if side is None else int(side)
     if side * side != X.shape[1] or side % size:
-        raise ValueError(f"max_pool needs square images with a side divisible by {size}; "
-                         f"got {X.shape[1]} features.")
+        raise InvalidInputError(f"max_pool needs square images with a side divisible by {size}; "
+                                f"got {X.shape[1]} features.")
     k = side // size
     return X.reshape(-1, k, size, k, size).max(axis=(2, 4)).reshape(-1, k * k)

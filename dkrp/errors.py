@@ -1,14 +1,51 @@
 """The exception classes of dkrp, in one place.
 
-Every error dkrp raises on purpose is one of these (or a plain ``ValueError`` /
-``FileNotFoundError`` with scikit-learn's wording for bad arguments). They are
-importable without importing anything heavy, so the CLI can classify errors
-cheaply, and they pickle (they may cross process boundaries on a cluster).
+Every error dkrp raises on purpose is a :class:`DkrpError`, so one ``except DkrpError``
+catches them all, and anything else escaping dkrp is a bug. Each class also keeps the
+builtin base it had before :class:`DkrpError` existed, so code that catches
+``ValueError``, ``RuntimeError``, ``FileNotFoundError`` or ``MemoryError`` keeps working
+(scikit-learn's convention: a bad value is a ``ValueError``). The classes are
+importable without importing anything heavy, so the CLI can classify errors cheaply,
+and they pickle (they may cross process boundaries on a cluster).
+
+The hierarchy (builtin bases in parentheses)::
+
+    DkrpError (Exception)
+    ├── InvalidInputError (ValueError)          bad data, bad parameter value, bad file
+    │   ├── PartitionInputError                 ... in one partition of a dask input
+    │   └── InputChangedError (RuntimeError)    an input file changed while it was read
+    ├── InvalidTypeError (TypeError)            an argument of the wrong type
+    ├── SpecError (ValueError)                  a malformed or edited projector spec
+    ├── StoreError (RuntimeError)               a store cannot be written or read as asked
+    │   ├── FeatureStoreError
+    │   │   ├── FeatureStoreMismatchError (ValueError)
+    │   │   └── PartitionError                  writing one partition failed
+    │   ├── ChunkError (ValueError)             a chunk is missing or fails its checksum
+    │   └── CorruptStoreError (ValueError)      a dataset store's layout is corrupt
+    ├── CapacityError (MemoryError)             memory or disk cannot hold the job
+    ├── MissingDependencyError (ImportError)    an optional package is not installed
+    ├── DatasetNotFoundError (FileNotFoundError)
+    ├── ClusterError (RuntimeError)             the cluster lost its workers
+    └── VoterError (RuntimeError)               training one ensemble voter failed
+
+Errors dkrp does not raise on purpose stay builtin: internal consistency checks of
+states that cannot happen (``RuntimeError``, ``NotImplementedError``), and errors of
+the operating system (``OSError`` and its subclasses: a missing file, a full disk)
+that dkrp lets through with their file name.
 
 A message that tells the reader to pass a parameter is a :class:`Message` naming it
 with a :class:`Param`: as a string it says the Python spelling (``chunk_rows=512``),
 and the command line renders the same message with the command's flags
 (``--chunk-rows 512``), so neither shows the other's names.
+
+Examples
+--------
+>>> import dkrp
+>>> try:
+...     dkrp.RandomFourierFeatures(n_components=0).fit_n_features(3)
+... except dkrp.DkrpError as exc:
+...     print(type(exc).__name__, isinstance(exc, ValueError))
+InvalidInputError True
 """
 
 from __future__ import annotations
@@ -16,6 +53,14 @@ from __future__ import annotations
 __all__ = [
     "Message",
     "Param",
+    "DkrpError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "InputChangedError",
+    "CapacityError",
+    "MissingDependencyError",
+    "DatasetNotFoundError",
+    "CorruptStoreError",
     "SpecError",
     "StoreError",
     "FeatureStoreError",
@@ -211,11 +256,53 @@ def render_message(exc) -> object:
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Message) else str(exc)
 
 
-class SpecError(ValueError):
+class DkrpError(Exception):
+    """The root of every exception dkrp raises on purpose: a user's mistake (bad
+    input, bad parameter, bad file) or a job the resources cannot run, not a bug."""
+
+
+class InvalidInputError(DkrpError, ValueError):
+    """Bad data or a bad parameter value: NaN/inf, the wrong shape or feature count, a
+    value out of range, a malformed input file.
+
+    A ``ValueError`` (scikit-learn's convention for such errors); scikit-learn's own
+    input checks inside dkrp's entry points are re-raised as this, same message.
+    """
+
+
+class InvalidTypeError(DkrpError, TypeError):
+    """An argument of the wrong type (a ``TypeError``), e.g. sparse input where dense
+    input is required."""
+
+
+class InputChangedError(InvalidInputError, RuntimeError):
+    """An input file changed while dkrp was reading it (also a ``RuntimeError``, what
+    it raised before)."""
+
+
+class CapacityError(DkrpError, MemoryError):
+    """Memory or disk cannot hold the job: a task larger than a worker's memory limit,
+    workers that run out of memory before any task, an output larger than the free disk.
+
+    A ``MemoryError``, what dkrp raised for these before. Nothing was started (or the
+    message says what was left); the message names what to change.
+    """
+
+
+class MissingDependencyError(DkrpError, ImportError):
+    """An optional package a feature needs is not installed; the message says what to
+    ``pip install``."""
+
+
+class DatasetNotFoundError(DkrpError, FileNotFoundError):
+    """A dataset file is not where dkrp looks for it (and downloading was not allowed)."""
+
+
+class SpecError(DkrpError, ValueError):
     """A projector spec is malformed, or rebuilds other hyperplanes than it records."""
 
 
-class StoreError(RuntimeError):
+class StoreError(DkrpError, RuntimeError):
     """A dkrp store (dataset or features) cannot be written or read as asked."""
 
 
@@ -245,7 +332,7 @@ def _rebuild_mismatch_error(message, problems):
     return FeatureStoreMismatchError(message, problems=problems)
 
 
-class PartitionInputError(ValueError):
+class PartitionInputError(InvalidInputError):
     """One partition (row block) of the input is bad: NaN/inf, the wrong shape, or
     features too large for the store's dtype (``--store-dtype float16``).
 
@@ -336,11 +423,16 @@ def _rebuild_chunk_error(message, store, array, chunk, problem):
     return ChunkError(message, store=store, array=array, chunk=chunk, problem=problem)
 
 
-class ClusterError(RuntimeError):
+class CorruptStoreError(StoreError, ValueError):
+    """A dkrp store's metadata or layout is corrupt (a member missing, an index out of
+    range): re-create it. Also a ``ValueError``, what it was before."""
+
+
+class ClusterError(DkrpError, RuntimeError):
     """The cluster cannot run the job: its workers are gone and none replaced them."""
 
 
-class VoterError(RuntimeError):
+class VoterError(DkrpError, RuntimeError):
     """Training one voter of an ensemble failed: its task raised, or killed its worker.
 
     The original exception (e.g. ``OSError``, ``distributed.KilledWorker``) is the

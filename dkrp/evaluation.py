@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validation import check_choice
+from .errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +206,7 @@ def cross_validated_linear_svm(Z_train, y_train, Z_test, y_test, *, Cs, n_folds=
     Z_test = np.asarray(Z_test, dtype=np.float64)
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     if len(Cs) == 0:
-        raise ValueError("Cs must hold at least one value of C.")
+        raise InvalidInputError("Cs must hold at least one value of C.")
     mean, std = Z_train.mean(axis=0), Z_train.std(axis=0)
     std = np.where(std > 0, std, 1.0)
     A, B = (Z_train - mean) / std, (Z_test - mean) / std
@@ -365,7 +366,7 @@ def select_svm_C(Z, y, grid, *, folds=3, max_rows=None, seed=0, standardize=True
 
     grid = sorted(float(c) for c in grid)
     if not grid:
-        raise ValueError("grid must hold at least one value of C.")
+        raise InvalidInputError("grid must hold at least one value of C.")
     Z, y = stratified_subsample(Z, y, max_rows, seed)
     scoring = ("accuracy" if positive_label is None
                else make_scorer(f1_score, pos_label=positive_label))
@@ -437,7 +438,7 @@ def load_demo_dataset(name="digits", *, max_train=None, max_test=None, seed=0):
         max_test = 4000 if max_test is None else max_test
         note = "w8a (training file only; split 75/25), sparse binary features"
     else:
-        raise ValueError(
+        raise InvalidInputError(
             f"Unknown demo dataset {name!r}; choose one of {', '.join(DEMO_DATASETS)}."
         )
     X_train, y_train, n_train = _subsample(X_train, y_train, max_train, seed)
@@ -691,7 +692,9 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
                 model.partial_fit(Z_tr, y_tr, classes=classes)
             pred, yte = da.compute(model.predict(Z_te), y_te)
         else:
-            raise ValueError(f"classifier must be 'auto', 'linearsvc' or 'sgd'; got {classifier!r}")
+            raise InvalidInputError(
+                f"classifier must be 'auto', 'linearsvc' or 'sgd'; got {classifier!r}"
+            )
     train_labels, train_counts = np.unique(y_tr.compute(), return_counts=True)
     majority = train_labels[np.argmax(train_counts)]
     out = {

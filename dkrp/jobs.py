@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .errors import ClusterError, Message, Param
+from .errors import CapacityError, ClusterError, InvalidInputError, InvalidTypeError, Message, Param
 
 __all__ = ["FeaturizeResult", "estimate_seconds", "featurize_to_store",
            "measure_featurize_rate", "open_input", "size_job", "task_budget"]
@@ -230,7 +230,7 @@ def featurize_to_store(
         asked.update({"scale_rows": scale_rows} if scale_rows is not None else {})
         carried = getattr(projector, "preprocessing_", None)
         if describe(asked) != describe(carried):
-            raise ValueError(
+            raise InvalidInputError(
                 f"The projector is fitted (scaling: {describe(carried)}) and is used as it "
                 f"is, never refitted; standardize/scale_rows ({describe(asked)}) apply only "
                 "to a projector fitted here. Drop them: a fitted map brings its own scaling."
@@ -247,18 +247,20 @@ def featurize_to_store(
         provenance = opened if provenance is None else provenance
         labels = y if labels is None else labels
     else:
-        raise TypeError(
+        raise InvalidTypeError(
             f"source must be a dataset store, .npy or Parquet path, or a dask array; got "
             f"{type(source).__name__}. Wrap in-memory data with dask.array.from_array."
         )
     where = (provenance or {}).get("path") if isinstance(provenance, dict) else None
     if X.shape[0] == 0:  # before any fit or cluster: plan_features would refuse it only then
-        raise ValueError(f"{where or 'X'} has no rows (shape {X.shape}): nothing to featurize.")
+        raise InvalidInputError(
+            f"{where or 'X'} has no rows (shape {X.shape}): nothing to featurize."
+        )
     # before the cluster starts and the store is created: the workers would refuse every row
     refusal = sparse_refusal(X, standardize=standardize and not fitted, where=where or "X",
                              prep=getattr(projector, "preprocessing_", None) if fitted else None)
     if refusal:
-        raise ValueError(refusal)
+        raise InvalidInputError(refusal)
 
     cluster = {"client": None if callable(client) else client}
 
@@ -306,7 +308,7 @@ def featurize_to_store(
         if budget is not None and plan["task_memory"] > budget:
             rows = _rows_for(plan, projector, budget)
             if plan["action"] != "create" or chunk_rows is not None or rows is None:
-                raise MemoryError(_does_not_fit(plan, budget, rows))
+                raise CapacityError(_does_not_fit(plan, budget, rows))
             logger.info("a task of %d rows needs %s, workers have %s: %d rows per chunk",
                         plan["attrs"]["chunk_rows"], format_bytes(plan["task_memory"]),
                         format_bytes(budget), rows)
@@ -528,7 +530,7 @@ def _check_disk(size, dest):
     free = shutil.disk_usage(where).free
     if size["bytes"] > free:
         n, k = size["shape"]
-        raise MemoryError(Message(
+        raise CapacityError(Message(
             "The output is {} x {} {} = {}, more than the {} free at {}. Nothing was started; "
             "use fewer components ({}) or rows, float32 ({}), or another disk.", n, k,
             size["dtype"], format_bytes(size["bytes"]), format_bytes(free), where,
@@ -594,7 +596,7 @@ def task_budget(client, module=None, wait=None) -> float | None:
         while True:
             restarts = _memory_restarts(client, since)
             if len(restarts) >= MEMORY_RESTARTS:
-                raise MemoryError(Message(
+                raise CapacityError(Message(
                     "Workers were restarted {} times for exceeding their memory limit{} before "
                     "running any task (last: {}); the job would hang. Give workers more memory "
                     "({} or more).", len(restarts),
@@ -645,7 +647,7 @@ def _probe_budget(client, module):
             continue
         used = answers.get(address, info.get("metrics", {}).get("memory", 0))
         if used >= pause * limit:
-            raise MemoryError(Message(
+            raise CapacityError(Message(
                 "Worker {} uses {} before running any task, but its memory limit is {} and a "
                 "worker above {:.0%} of it ({}) runs nothing: the job would hang. Give workers "
                 "more memory ({} or more).", address, format_bytes(used), format_bytes(limit),

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.metrics import pairwise
 
 from ._validation import check_choice, check_integer, check_real
+from .errors import InvalidInputError
 
 __all__ = [
     "KERNELS",
@@ -97,7 +98,9 @@ def scale_gamma(X, kernel="gaussian") -> float:
             sq = Xf * Xf
         mean, mean_sq = (float(np.asarray(v)) for v in dask.compute(Xf.mean(), sq.mean()))
         if not (np.isfinite(mean) and np.isfinite(mean_sq)):
-            raise ValueError("Input X contains NaN or infinity: cannot compute gamma='scale'.")
+            raise InvalidInputError(
+                "Input X contains NaN or infinity: cannot compute gamma='scale'."
+            )
         var = mean_sq - mean**2
     elif sp.issparse(X):
         mean = float(np.asarray(X.mean()))
@@ -122,7 +125,7 @@ def check_kernel_params(kernel, n_features=None, **params):
     allowed = KERNEL_PARAMS[kernel]
     unknown = sorted(set(params) - set(allowed))
     if unknown:
-        raise ValueError(
+        raise InvalidInputError(
             f"Kernel {kernel!r} takes parameters {sorted(allowed)}; got unexpected {unknown}."
         )
     resolved = {**allowed, **{k: v for k, v in params.items()}}
@@ -131,7 +134,7 @@ def check_kernel_params(kernel, n_features=None, **params):
     if "gamma" in resolved:
         if resolved["gamma"] is None:
             if n_features is None:
-                raise ValueError(f"gamma is required for kernel {kernel!r}.")
+                raise InvalidInputError(f"gamma is required for kernel {kernel!r}.")
             resolved["gamma"] = 1.0 / n_features
         check_real("gamma", resolved["gamma"], minimum=0.0, include_min=False)
     if "coef0" in resolved:
@@ -184,7 +187,7 @@ def kernel_matrix(X, Y=None, *, kernel="homogeneous_polynomial", block_size=2048
     X = _as_float64(X)
     Y = X if Y is None else _as_float64(Y)
     if X.shape[1] != Y.shape[1]:
-        raise ValueError(
+        raise InvalidInputError(
             f"X and Y must have the same number of features. {X.shape[1]} != {Y.shape[1]}"
         )
     p = check_kernel_params(kernel, X.shape[1], **params)

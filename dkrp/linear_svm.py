@@ -32,7 +32,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_choice, check_integer, check_real
+from ._validation import check_choice, check_integer, check_real, sklearn_checks
+from .errors import InvalidInputError
 
 __all__ = ["PrimalLinearSVC"]
 
@@ -130,12 +131,13 @@ class PrimalLinearSVC(ClassifierMixin, BaseEstimator):
         tol = check_real("tol", self.tol, minimum=0.0, include_min=False)
         max_iter = check_integer("max_iter", self.max_iter, minimum=1)
         precondition = check_choice("precondition", self.precondition, ("auto", "gram", "none"))
-        X, y = validate_data(self, X, y, accept_sparse=False, dtype=(np.float64, np.float32),
-                             ensure_min_samples=2)
-        check_classification_targets(y)
+        with sklearn_checks():
+            X, y = validate_data(self, X, y, accept_sparse=False,
+                                 dtype=(np.float64, np.float32), ensure_min_samples=2)
+            check_classification_targets(y)
         self.classes_ = np.unique(y)
         if self.classes_.size < 2:
-            raise ValueError(
+            raise InvalidInputError(
                 "This solver needs samples of at least 2 classes in the data, but the data "
                 f"contains only one class: {self.classes_.tolist()[0]!r}."
             )
@@ -162,8 +164,9 @@ class PrimalLinearSVC(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """Signed distances to the hyperplanes: (n_samples,) for two classes, else (n, K)."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=False, dtype=(np.float64, np.float32),
-                          reset=False)
+        with sklearn_checks():
+            X = validate_data(self, X, accept_sparse=False, dtype=(np.float64, np.float32),
+                              reset=False)
         scores = X @ self.coef_.T + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

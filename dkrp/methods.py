@@ -12,6 +12,7 @@ import importlib
 from dataclasses import dataclass, field
 
 from ._names import PROJECTORS
+from .errors import InvalidInputError
 
 __all__ = ["METHODS", "MethodInfo", "fit_pass_message", "make_projector", "method_names",
            "method_of", "scale_warning"]
@@ -133,7 +134,9 @@ def make_projector(method, **options):
     otherwise, so a stray ``--gamma`` for ``krp`` is an error, not silently ignored.
     """
     if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(method_names())}.")
+        raise InvalidInputError(
+            f"Unknown method {method!r}; choose one of {', '.join(method_names())}."
+        )
     info = METHODS[method]
     params = {}
     for name, value in options.items():
@@ -146,8 +149,8 @@ def make_projector(method, **options):
 
             takes = sorted({*info.options, *(a for a, t in info.aliases.items()
                                              if t in info.options)})
-            raise ValueError(Message("Method {!r} does not take {}; it takes {}.", method,
-                                     Param(name), Message.join(", ", map(Param, takes))))
+            raise InvalidInputError(Message("Method {!r} does not take {}; it takes {}.", method,
+                                            Param(name), Message.join(", ", map(Param, takes))))
     return info.load()(**params)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InvalidInputError
 from .kernels import kernel_diagonal, kernel_matrix
 
 __all__ = [
@@ -98,9 +99,9 @@ def distance_distortion(X, Z, kernel="homogeneous_polynomial", *, zero_tol=1e-12
     Z = _as_dense64(Z)
     n = Z.shape[0]
     if X.shape[0] != n:
-        raise ValueError(f"X and Z must have the same number of rows. {X.shape[0]} != {n}")
+        raise InvalidInputError(f"X and Z must have the same number of rows. {X.shape[0]} != {n}")
     if n < 2:
-        raise ValueError(f"distance_distortion needs at least 2 rows, got {n}.")
+        raise InvalidInputError(f"distance_distortion needs at least 2 rows, got {n}.")
     K = kernel_matrix(X, kernel=kernel, **params)
     diag = kernel_diagonal(X, kernel=kernel, **params)
     target = diag[:, None] + diag[None, :] - 2.0 * K
@@ -111,7 +112,9 @@ def distance_distortion(X, Z, kernel="homogeneous_polynomial", *, zero_tol=1e-12
     keep = target > zero_tol * max(float(target.max(initial=0.0)), np.finfo(float).tiny)
     ratios = np.abs(approx[keep] - target[keep]) / target[keep]
     if ratios.size == 0:
-        raise ValueError("Every pair of rows is at zero kernel distance; distortion is undefined.")
+        raise InvalidInputError(
+            "Every pair of rows is at zero kernel distance; distortion is undefined."
+        )
     return DistortionResult(
         mean=float(ratios.mean()),
         std=float(ratios.std()),
@@ -141,7 +144,9 @@ def kernel_approximation_error(X, Z, kernel="homogeneous_polynomial", **params):
     """
     Z = _as_dense64(Z)
     if X.shape[0] != Z.shape[0]:
-        raise ValueError(f"X and Z must have the same number of rows. {X.shape[0]} != {Z.shape[0]}")
+        raise InvalidInputError(
+            f"X and Z must have the same number of rows. {X.shape[0]} != {Z.shape[0]}"
+        )
     K = kernel_matrix(X, kernel=kernel, **params)
     err = Z @ Z.T - K
     return KernelApproximationResult(

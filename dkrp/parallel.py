@@ -27,7 +27,7 @@ from ._blockwise import (
     transform_partition,
 )
 from ._spec import rebuild
-from .errors import SpecError
+from .errors import ClusterError, InvalidInputError, SpecError
 
 logger = logging.getLogger(__name__)
 
@@ -191,11 +191,11 @@ def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=No
     from distributed import Client
 
     if scheduler is not None and scheduler_file is not None:
-        raise ValueError("Give scheduler or scheduler_file, not both.")
+        raise InvalidInputError("Give scheduler or scheduler_file, not both.")
     if (scheduler is not None or scheduler_file is not None) and (
         n_workers is not None or memory_limit is not None
     ):
-        raise ValueError(
+        raise InvalidInputError(
             "n_workers and memory_limit size an embedded cluster; they cannot be used with "
             "scheduler or scheduler_file."
         )
@@ -252,8 +252,8 @@ def check_workers(client, projector) -> dict:
     ------
     SpecError
         Naming each worker whose hyperplanes differ, with its numpy and dkrp versions.
-    RuntimeError
-        If the cluster has no workers, or none answered.
+    ClusterError
+        (A ``RuntimeError``.) If the cluster has no workers, or none answered.
     """
     text = spec_json(projector)
     answers = client.run(_worker_check, text, on_error="return")
@@ -269,7 +269,7 @@ def check_workers(client, projector) -> dict:
         logger.warning("worker(s) %s stopped answering while the hyperplanes were checked; "
                        "%d other(s) checked", ", ".join(lost), len(results))
     if not results:
-        raise RuntimeError("The cluster has no workers to check." if not lost else
+        raise ClusterError("The cluster has no workers to check." if not lost else
                            f"Every worker ({', '.join(lost)}) stopped answering while the "
                            "hyperplanes were checked.")
     expected = projector.spec_checksum_

@@ -34,7 +34,7 @@ import json
 
 import numpy as np
 
-from .errors import Message, Param
+from .errors import InvalidInputError, Message, Param
 
 __all__ = ["SCALE_ROWS", "fit_preprocessing", "fit_scaled", "preprocess"]
 
@@ -54,7 +54,9 @@ def _is_sparse(X) -> bool:
 def check_options(standardize, scale_rows):
     """Validate the two options; return them normalised (``bool``, ``None``/``"unit"``)."""
     if scale_rows is not None and scale_rows not in SCALE_ROWS:
-        raise ValueError(f"scale_rows must be None or one of {SCALE_ROWS}, got {scale_rows!r}.")
+        raise InvalidInputError(
+            f"scale_rows must be None or one of {SCALE_ROWS}, got {scale_rows!r}."
+        )
     return bool(standardize), scale_rows
 
 
@@ -83,7 +85,7 @@ def fit_preprocessing(X, *, standardize=False, scale_rows=None) -> dict | None:
     if standardize:
         refusal = sparse_refusal(X, standardize=True)
         if refusal:
-            raise ValueError(refusal)
+            raise InvalidInputError(refusal)
         if _is_dask(X):
             import dask
 
@@ -144,19 +146,19 @@ def sparse_refusal(X, *, standardize=False, prep=None, where="the input") -> str
 def check_preprocessing(prep, n_features) -> dict:
     """Refuse a malformed ``preprocessing`` value (from a spec); return it."""
     if not isinstance(prep, dict) or set(prep) - {"standardize", "scale_rows"}:
-        raise ValueError(f"preprocessing must be a dict with keys standardize and/or "
-                         f"scale_rows, got {prep!r:.200}.")
+        raise InvalidInputError(f"preprocessing must be a dict with keys standardize and/or "
+                                f"scale_rows, got {prep!r:.200}.")
     if "standardize" in prep:
         stats = prep["standardize"]
         if not isinstance(stats, dict):
-            raise ValueError("preprocessing.standardize must hold mean and scale.")
+            raise InvalidInputError("preprocessing.standardize must hold mean and scale.")
         for key in ("mean", "scale"):
             values = stats.get(key)
             if not isinstance(values, list) or len(values) != n_features:
-                raise ValueError(f"preprocessing.standardize.{key} must be a list of "
-                                 f"{n_features} numbers.")
+                raise InvalidInputError(f"preprocessing.standardize.{key} must be a list of "
+                                        f"{n_features} numbers.")
         if any(not (isinstance(s, (int, float)) and s > 0) for s in stats["scale"]):
-            raise ValueError("preprocessing.standardize.scale must be positive numbers.")
+            raise InvalidInputError("preprocessing.standardize.scale must be positive numbers.")
     if "scale_rows" in prep:
         check_options(False, prep["scale_rows"])
     return prep
@@ -202,8 +204,8 @@ def preprocess(X, prep, *, cast=None):
             return np.asarray(values, dtype=dt)
     if "standardize" in prep:
         if sp.issparse(X):
-            raise ValueError("A standardizing map cannot take sparse input (centring makes "
-                             "it dense); pass the rows densely.")
+            raise InvalidInputError("A standardizing map cannot take sparse input (centring makes "
+                                    "it dense); pass the rows densely.")
         stats = prep["standardize"]
         X = (np.asarray(X, dtype=dtype) - cast("mean", stats["mean"], dtype)) / cast(
             "scale", stats["scale"], dtype)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._store import FORMATS, read_attrs
+from .errors import InvalidInputError
 
 __all__ = ["open_store", "describe_store"]
 
@@ -42,7 +43,7 @@ def open_store(path, *, allow_incomplete=False):
         from .feature_store import open_features
 
         return open_features(path, allow_incomplete=allow_incomplete)
-    raise ValueError(
+    raise InvalidInputError(
         f"{path} is not a dkrp store (attribute dkrp_format is {fmt!r}; expected one of "
         f"{sorted(FORMATS)}). Make one with dkrp ingest or dkrp featurize."
     )
@@ -58,7 +59,7 @@ def describe_store(path) -> dict | None:
     path = Path(path).expanduser().absolute()
     attrs = read_attrs(path)
     if attrs is None:
-        raise ValueError(f"{path} is not a Zarr store (no readable zarr.json).")
+        raise InvalidInputError(f"{path} is not a Zarr store (no readable zarr.json).")
     fmt = attrs.get("dkrp_format")
     if fmt == "dataset":
         from .io.dataset_store import describe_dataset

@@ -24,7 +24,13 @@ import scipy.sparse as sp
 from sklearn.utils import check_array
 
 from .._random import block_generator
-from .._validation import check_choice, check_finite_rows, first_nonfinite_row
+from .._validation import (
+    check_choice,
+    check_finite_rows,
+    first_nonfinite_row,
+    sklearn_checks,
+)
+from ..errors import InvalidInputError
 from ..kernels import KERNEL_PARAMS, check_kernel_params
 
 logger = logging.getLogger(__name__)
@@ -75,7 +81,7 @@ def sample_landmark_indices(seed, n_samples, n_landmarks, *, what="landmarks"):
     """
     n_samples, n_landmarks = int(n_samples), int(n_landmarks)
     if n_samples < n_landmarks:
-        raise ValueError(
+        raise InvalidInputError(
             f"Cannot sample {what}={n_landmarks} landmark rows without replacement from "
             f"n_samples={n_samples} training rows; lower {what} or give more rows."
         )
@@ -96,14 +102,15 @@ def take_landmarks(X, indices):
     if is_dask_collection(X):
         logger.info("sampling %d landmark rows from a dask array (one pass)", len(indices))
         rows = X[indices].compute()
-        rows = check_array(rows, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_all_finite=False,
-                           ensure_min_samples=0)
+        with sklearn_checks():
+            rows = check_array(rows, accept_sparse="csr", dtype=FLOAT_DTYPES,
+                               ensure_all_finite=False, ensure_min_samples=0)
         try:
             check_finite_rows(rows)
         except ValueError as exc:
             local, _ = first_nonfinite_row(rows)
-            raise ValueError(f"{exc} The offending landmark is training row "
-                             f"{int(indices[local])}.") from exc
+            raise InvalidInputError(f"{exc} The offending landmark is training row "
+                                    f"{int(indices[local])}.") from exc
     else:
         rows = X[indices]
     if sp.issparse(rows):

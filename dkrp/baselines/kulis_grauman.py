@@ -19,6 +19,7 @@ from .._random import draw_rows
 from .._threading import map_row_blocks
 from .._validation import check_integer
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 from ..features._samplers import index_sampler
 from ..kernels import PSD_KERNELS, kernel_matrix
 from ._landmarks import (
@@ -177,7 +178,7 @@ class KulisGraumanRP(BaseProjector):
         check_integer("n_landmarks", self.n_landmarks, minimum=2)
         check_integer("n_terms", self.n_terms, minimum=1)
         if self.n_terms > self.n_landmarks:
-            raise ValueError(
+            raise InvalidInputError(
                 "n_terms must not exceed n_landmarks: each component averages n_terms "
                 f"distinct landmarks, but n_terms = {self.n_terms} > n_landmarks = "
                 f"{self.n_landmarks}."

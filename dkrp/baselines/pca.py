@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from .._threading import map_row_blocks
 from .._validation import check_integer, is_dask_collection
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 
@@ -102,18 +103,18 @@ class PCAProjector(BaseProjector):
     def _resolve_params(self, n_features):
         check_integer("n_components", self.n_components, minimum=1)
         if not isinstance(self.whiten, (bool, np.bool_)):
-            raise ValueError(f"whiten must be a bool, got {self.whiten!r}.")
+            raise InvalidInputError(f"whiten must be a bool, got {self.whiten!r}.")
 
     def _fit_state(self, X, n_features):
         n_samples = X.shape[0]
         limit = min(n_samples, n_features)
         if self.n_components > limit:
-            raise ValueError(
+            raise InvalidInputError(
                 f"n_components={self.n_components} must be <= min(n_samples, n_features)="
                 f"{limit} (n_samples={n_samples}, n_features={n_features})."
             )
         if n_samples < 2:
-            raise ValueError(f"PCA needs at least 2 samples, got n_samples={n_samples}.")
+            raise InvalidInputError(f"PCA needs at least 2 samples, got n_samples={n_samples}.")
         if is_dask_collection(X):
             import dask
 
@@ -122,7 +123,7 @@ class PCAProjector(BaseProjector):
             sums, gram = dask.compute(Xf.sum(axis=0), Xf.T @ Xf)
             sums, gram = np.asarray(sums), np.asarray(gram)
             if not (np.isfinite(sums).all() and np.isfinite(gram).all()):
-                raise ValueError("Input X contains NaN or infinity.")
+                raise InvalidInputError("Input X contains NaN or infinity.")
         else:
             sums, gram = _moments(X)
         mean = sums / n_samples

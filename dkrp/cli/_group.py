@@ -1,8 +1,10 @@
 """The ``dkrp`` click group and what every command shares.
 
 Owns the ``main`` group (logging levels, ``--version``), the translation of every
-error that reaches the command line into one or two lines (the parameters a library
-message names spelled as the command's flags; ``-v`` adds the traceback), the cluster
+error that reaches the command line: a user's error (a :class:`dkrp.errors.DkrpError`,
+a file or operating-system error) becomes one or two lines (the parameters a library
+message names spelled as the command's flags; ``-v`` adds the traceback), and anything
+else is a bug in dkrp, shown with its traceback and a request to report it. The cluster
 options (``--scheduler``, ``--scheduler-file``, ``--n-workers``, ``--memory-limit``) and
 the client they open, and the parsing of number-or-word options (``--gamma scale``).
 The commands live in the sibling modules and register themselves on ``main``.
@@ -18,12 +20,18 @@ import click
 
 
 def _user_errors():
-    from ..errors import ClusterError, SpecError, VoterError
-    from ..feature_store import FeatureStoreError
+    """What the command line reports in its own words: dkrp's errors (a bad input,
+    parameter or file, a store or cluster that cannot do the job, memory or disk too
+    small) and the operating system's (a missing or unwritable file, a full disk)."""
+    from ..errors import DkrpError
 
-    return (ValueError, FileNotFoundError, FileExistsError, SpecError, FeatureStoreError,
-            ImportError, NotADirectoryError, PermissionError, MemoryError, ClusterError,
-            VoterError)
+    return (DkrpError, OSError)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the user's to fix (one or two lines), not a bug in dkrp (a
+    traceback): one of :func:`_user_errors`, or a file that ends early (``EOFError``)."""
+    return isinstance(exc, (*_user_errors(), EOFError))
 
 
 #: Library parameters whose flag is neither named nor spelled as they are.
@@ -78,21 +86,23 @@ def error_message(exc: BaseException, command=None) -> str:
     """One or two lines: what failed, where, and what to do."""
     from ..errors import render_message
 
-    if isinstance(exc, _user_errors()):
+    if isinstance(exc, EOFError):
+        return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
+                "file against its checksum; rerun with -v for where it happened.")
+    if is_user_error(exc):
         if isinstance(exc, (FileNotFoundError, PermissionError)) and exc.filename:
             text = str(exc) or type(exc).__name__
             return f"{exc.strerror or text}: {exc.filename}" if not str(exc).startswith(
                 ("No ", "Input")) else text
         return cli_wording(render_message(exc), command) if str(exc) else type(exc).__name__
-    if isinstance(exc, EOFError):
-        return ("An input ended early (EOFError: a truncated or corrupt file?). Check the "
-                "file against its checksum; rerun with -v for where it happened.")
-    return (f"{type(exc).__name__}: {exc}. This is unexpected: rerun with -v for the "
-            "traceback and report it.")
+    return (f"{type(exc).__name__}: {exc}. This is a bug in dkrp: please report it with the "
+            "traceback above.")
 
 
 class _Group(click.Group):
-    """Every error reaching the command line becomes one or two lines; -v adds the traceback."""
+    """A user's error reaching the command line becomes one or two lines (-v adds the
+    traceback); any other exception is a bug: its traceback, then one line asking to
+    report it. Ctrl-C (KeyboardInterrupt) is click's ``Aborted!``."""
 
     def invoke(self, ctx):
         try:
@@ -103,11 +113,13 @@ class _Group(click.Group):
             sys.stderr.close()
             raise click.exceptions.Exit(0) from None
         except click.ClickException as exc:
-            if ctx.params.get("verbose") and exc.__cause__ is not None:
-                _print_traceback(exc.__cause__)
+            cause = exc.__cause__
+            if cause is not None and (ctx.params.get("verbose") or not (
+                    isinstance(cause, click.ClickException) or is_user_error(cause))):
+                _print_traceback(cause)
             raise
         except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
-            if ctx.params.get("verbose"):
+            if ctx.params.get("verbose") or not is_user_error(exc):
                 _print_traceback(exc)
             command = self.get_command(ctx, ctx.invoked_subcommand or "")
             raise click.ClickException(error_message(exc, command)) from exc
@@ -121,6 +133,9 @@ def _print_traceback(exc):
 
 @contextlib.contextmanager
 def as_click_errors():
+    """A user's error (:func:`is_user_error`) inside becomes a one-line
+    :class:`click.ClickException` in the command's wording; anything else (a bug)
+    passes on to the group, which shows its traceback."""
     try:
         yield
     except click.ClickException:

@@ -21,6 +21,7 @@ from .._choices import (
     SCALE_ROWS,
     STORE_DTYPE_NAMES,
 )
+from ..errors import InvalidInputError
 from ..methods import method_names
 from ._confirm import parse_size
 from ._group import (
@@ -382,15 +383,15 @@ def _fitted_projector(path):
     if path.is_dir():
         attrs = read_attrs(path)
         if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
-            raise ValueError(f"--like {path}: not a dkrp feature store (give the features "
-                             "made from the training set, not a dataset store).")
+            raise InvalidInputError(f"--like {path}: not a dkrp feature store (give the features "
+                                    "made from the training set, not a dataset store).")
         if attrs.get("complete") is not True:
             n_chunks = int(attrs.get("n_chunks", 0))
             try:
                 done = int(done_chunks(path, n_chunks).sum())
             except Exception:  # noqa: BLE001 - the count is a courtesy; the refusal matters
                 done = "?"
-            raise ValueError(
+            raise InvalidInputError(
                 f"--like {path}: the feature store is incomplete (its featurize run did not "
                 f"finish: {done} of {n_chunks} chunks written). Finish it first: run the "
                 f"featurize command that made it again (`dkrp verify {path}` checks what it "
@@ -400,8 +401,8 @@ def _fitted_projector(path):
         return from_spec(attrs["spec"])
     projector = load(path)
     if not isinstance(projector, BaseProjector):
-        raise ValueError(f"--spec {path}: holds a {type(projector).__name__}, not a "
-                         "projector spec.")
+        raise InvalidInputError(f"--spec {path}: holds a {type(projector).__name__}, not a "
+                                "projector spec.")
     return projector
 
 

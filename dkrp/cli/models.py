@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import InvalidInputError
 from ..methods import method_names
 from ._confirm import parse_duration
 from ._group import as_click_errors, cluster_client, cluster_options, main, parse_float_or
@@ -86,8 +87,8 @@ def train(train_path, out, method, n_components, gamma, C, voters, strategy, vot
         check_save_target(Path(out), overwrite)  # before training, not after
         ds = open_dataset(train_path)
         if ds.y is None:
-            raise ValueError(f"{train_path} has no labels: ingest it with its labels "
-                             "(--label-column, or --labels for IDX).")
+            raise InvalidInputError(f"{train_path} has no labels: ingest it with its labels "
+                                    "(--label-column, or --labels for IDX).")
         model = RandomFeatureVotingClassifier(
             n_voters=voters, method=method, n_components=n_components, gamma=gamma, C=C,
             estimator=solver, voting=voting, strategy=strategy, random_state=seed)
@@ -180,8 +181,8 @@ def predict(model_dir, test_path, out, overwrite, scheduler, scheduler_file, n_w
     with as_click_errors():
         model = load(model_dir)
         if not isinstance(model, RandomFeatureVotingClassifier):
-            raise ValueError(f"{model_dir} holds a {type(model).__name__}, not a trained "
-                             "ensemble (dkrp train).")
+            raise InvalidInputError(f"{model_dir} holds a {type(model).__name__}, not a trained "
+                                    "ensemble (dkrp train).")
         ds = open_dataset(test_path)
         if ds.y is None and out is None:
             raise click.UsageError(

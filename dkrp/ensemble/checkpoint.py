@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Message
+from ..errors import InvalidInputError, Message
 from .persistence import json_default, sha256_of_file
 
 CHECKPOINT_FORMAT = "dkrp.ensemble.checkpoint"
@@ -108,7 +108,7 @@ class Checkpoint:
                                       f"dkrp wrote; move {directory} away.")
             differences = _differences(kept, job)
             if differences:
-                raise ValueError(Message(
+                raise InvalidInputError(Message(
                     "{} holds the finished voters of another training job ({}): refused, so "
                     "that one model is not made of voters of two. Run that job again to "
                     "finish it, or remove {} to start this one.", directory,
@@ -142,11 +142,11 @@ class Checkpoint:
         meta = json.loads((self.directory / f"voter-{i}.json").read_text())
         npz = self.directory / f"voter-{i}.npz"
         if sha256_of_file(npz) != meta["arrays_sha256"]:
-            raise ValueError(f"{npz.name} does not match its SHA-256")
+            raise InvalidInputError(f"{npz.name} does not match its SHA-256")
         with open(npz, "rb") as fh, np.load(fh, allow_pickle=False) as arrays:
             coef, intercept, classes = (arrays[k] for k in ("coef", "intercept", "classes"))
         if int(meta["index"]) != i:
-            raise ValueError(f"voter-{i}.json is voter {meta['index']}'s")
+            raise InvalidInputError(f"voter-{i}.json is voter {meta['index']}'s")
         return {"index": i, "spec": meta["spec"], "model_class": meta["model_class"],
                 "model_params": meta["model_params"], "coef": coef, "intercept": intercept,
                 "classes": classes, **{k: meta["info"][k] for k in _INFO}}

@@ -19,7 +19,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._random import resolve_seed
 from .._spec import from_spec, spec_json
-from .._validation import check_choice, check_finite_rows, check_integer, is_dask_collection
+from .._validation import (
+    check_choice,
+    check_finite_rows,
+    check_integer,
+    is_dask_collection,
+    sklearn_checks,
+)
+from ..errors import InvalidInputError
 from .persistence import register_estimator, save_ensemble
 from .training import (
     TrainingRun,
@@ -109,10 +116,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(self.estimator, str):
             check_choice("estimator", self.estimator, _SOLVERS)
         elif not hasattr(self.estimator, "fit"):
-            raise ValueError(f"estimator must be one of {_SOLVERS} or a classifier, got "
-                             f"{self.estimator!r}.")
+            raise InvalidInputError(f"estimator must be one of {_SOLVERS} or a classifier, got "
+                                    f"{self.estimator!r}.")
         if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a positive number, got {self.C!r}.")
+            raise InvalidInputError(f"C must be a positive number, got {self.C!r}.")
 
     def _template(self):
         from ..base import BaseProjector
@@ -126,8 +133,8 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
                 projector.set_params(gamma=self.gamma)
             return projector
         if not isinstance(self.method, str):
-            raise ValueError(f"method must be a --method name or a dkrp projector, got "
-                             f"{self.method!r}.")
+            raise InvalidInputError(f"method must be a --method name or a dkrp projector, got "
+                                    f"{self.method!r}.")
         gamma = self.gamma
         if gamma is None and self.method in METHODS and "gamma" in METHODS[self.method].options:
             gamma = "scale" if self.method == "rff" else None
@@ -241,10 +248,11 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
     def _check_xy(self, X, y):
         from sklearn.utils import check_array, check_consistent_length, column_or_1d
 
-        X = check_array(X, accept_sparse="csr", dtype=(np.float64, np.float32),
-                        ensure_all_finite=False)
-        y = column_or_1d(y, warn=True)
-        check_consistent_length(X, y)
+        with sklearn_checks():
+            X = check_array(X, accept_sparse="csr", dtype=(np.float64, np.float32),
+                            ensure_all_finite=False)
+            y = column_or_1d(y, warn=True)
+            check_consistent_length(X, y)
         check_finite_rows(X)
         return X, y
 
@@ -252,26 +260,30 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         from .._blockwise import row_offsets
 
         if X.ndim != 2:
-            raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
+            raise InvalidInputError(f"Expected 2D array, got {X.ndim}D array instead.")
         if not is_dask_collection(y):
             import dask.array as da
 
             y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
         if y.ndim != 1:
-            raise ValueError(f"y should be a 1d array, got an array of shape {y.shape} instead.")
+            raise InvalidInputError(
+                f"y should be a 1d array, got an array of shape {y.shape} instead."
+            )
         if np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0]):
-            raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
+            raise InvalidInputError(
+                "X has unknown chunk sizes; call X.compute_chunk_sizes() first."
+            )
         if X.shape[0] != y.shape[0]:
-            raise ValueError("Found input variables with inconsistent numbers of samples: "
-                             f"[{X.shape[0]}, {y.shape[0]}]")
+            raise InvalidInputError("Found input variables with inconsistent numbers of samples: "
+                                    f"[{X.shape[0]}, {y.shape[0]}]")
         if X.dtype.kind not in "biuf":
-            raise ValueError(f"dask array X must be numeric, got dtype {X.dtype}.")
+            raise InvalidInputError(f"dask array X must be numeric, got dtype {X.dtype}.")
         if len(X.chunks[1]) != 1:
             X = X.rechunk({1: -1})
         if self.strategy == "partition" and len(X.chunks[0]) != self.n_voters:
             n = int(X.shape[0])
             if n < self.n_voters:
-                raise ValueError(f"{n} rows cannot make {self.n_voters} partition voters.")
+                raise InvalidInputError(f"{n} rows cannot make {self.n_voters} partition voters.")
             X = X.rechunk({0: -(-n // self.n_voters)})
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk((X.chunks[0],))
@@ -290,12 +302,12 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             classes = np.unique(np.asarray(self.classes))
             unknown = np.setdiff1d(seen, classes)
             if unknown.size:
-                raise ValueError(f"y holds labels {unknown.tolist()} not in classes="
-                                 f"{classes.tolist()}.")
+                raise InvalidInputError(f"y holds labels {unknown.tolist()} not in classes="
+                                        f"{classes.tolist()}.")
         else:
             classes = seen
         if classes.size < 2:
-            raise ValueError(
+            raise InvalidInputError(
                 f"The training labels hold one class only ({classes.tolist()}); a classifier "
                 "needs at least two."
             )
@@ -338,10 +350,12 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             from .._blockwise import row_offsets
 
             if X.ndim != 2:
-                raise ValueError(f"Expected 2D array, got {X.ndim}D array instead.")
+                raise InvalidInputError(
+                    f"Expected 2D array, got {X.ndim}D array instead.")
             if X.shape[1] != n_features:
-                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                                 f"expecting {n_features} features as input.")
+                raise InvalidInputError(
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                    f"expecting {n_features} features as input.")
             if len(X.chunks[1]) != 1:
                 X = X.rechunk({1: -1})
             offsets = row_offsets(X.chunks[0])
@@ -360,11 +374,12 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             )
         from sklearn.utils import check_array
 
-        X = check_array(X, accept_sparse="csr", dtype=(np.float64, np.float32),
-                        ensure_all_finite=False)
+        with sklearn_checks():
+            X = check_array(X, accept_sparse="csr", dtype=(np.float64, np.float32),
+                            ensure_all_finite=False)
         if X.shape[1] != n_features:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {n_features} features as input.")
+            raise InvalidInputError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                                    f"expecting {n_features} features as input.")
         check_finite_rows(X)
         return ensemble_block(X, self._payload(), self.n_classes_, self.voting, what,
                               n_features)

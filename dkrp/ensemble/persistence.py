@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .._spec import register_format
-from ..errors import Message, Param, SpecError
+from ..errors import InvalidInputError, Message, Param, SpecError
 from .voters import linear_model_class
 
 ENSEMBLE_FORMAT = "dkrp.ensemble"
@@ -70,8 +70,8 @@ def save_ensemble(est, directory, *, overwrite):
     directory.mkdir(parents=True, exist_ok=True)
     classes = np.asarray(est.classes_)
     if classes.dtype.kind not in "biufU":
-        raise ValueError(f"Labels of dtype {classes.dtype} cannot be saved without pickle; use "
-                         "integer or string labels.")
+        raise InvalidInputError(f"Labels of dtype {classes.dtype} cannot be saved without "
+                                "pickle; use integer or string labels.")
     arrays = {"classes": classes}
     voters = []
     for i, (pipe, info) in enumerate(zip(est.estimators_, est.voter_info_, strict=True)):

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from .._validation import is_dask_collection
+from ..errors import InvalidInputError
 from .voters import hard_vote
 
 
@@ -55,8 +56,8 @@ def evaluate(model, X, y=None, *, client=None, retries=0):
     out = {"y_pred": y_pred, "votes": votes, "seconds": time.perf_counter() - t0}
     if y is not None:
         if y.shape[0] != y_pred.shape[0]:
-            raise ValueError("Found input variables with inconsistent numbers of samples: "
-                             f"[{y_pred.shape[0]}, {y.shape[0]}]")
+            raise InvalidInputError("Found input variables with inconsistent numbers of samples: "
+                                    f"[{y_pred.shape[0]}, {y.shape[0]}]")
         out["accuracy"] = float(accuracy_score(y, y_pred))
         out["macro_f1"] = float(f1_score(y, y_pred, average="macro"))
         out["voter_accuracy"] = [float((votes[:, j] == y).mean())

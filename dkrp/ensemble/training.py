@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .._validation import check_finite_rows
-from ..errors import Message, Param, PartitionInputError, VoterError
+from ..errors import InvalidInputError, Message, Param, PartitionInputError, VoterError
 from .voters import train_voter
 
 logger = logging.getLogger(__name__)
@@ -50,10 +50,10 @@ def _blockwise_class():
             Xs = X.to_delayed().flatten()
             ys = y.to_delayed().flatten()
             if len(Xs) != len(ys):
-                raise ValueError(
+                raise InvalidInputError(
                     f"The number of blocks in X and y must match. {len(Xs)} != {len(ys)}")
             if len(Xs) != len(self.voters):
-                raise ValueError(
+                raise InvalidInputError(
                     f"{len(Xs)} row blocks for {len(self.voters)} voters: the partition "
                     "strategy trains voter i on row block i. Set n_voters to the number "
                     f"of row blocks ({len(Xs)}), or rechunk X (and y) to {len(self.voters)} "
@@ -205,7 +205,7 @@ def partition_sizes(n_rows: int, n_voters: int) -> tuple:
     (3, 2, 2, 2)
     """
     if n_rows < n_voters:
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "{} rows cannot make {} partition voters (one row block each): use {} or fewer, "
             "or {}.", n_rows, n_voters, Param("n_voters", n_rows), Param("strategy", "full")))
     base, extra = divmod(int(n_rows), int(n_voters))
@@ -221,7 +221,7 @@ def _check_partition_classes(y, sizes):
     for i, n in enumerate(sizes):
         labels = np.unique(y[start:start + n])
         if labels.size < 2:
-            raise ValueError(Message(
+            raise InvalidInputError(Message(
                 "Row block {} (rows {}..{}) holds one class only ({!r}): its partition voter "
                 "cannot learn a classifier. Shuffle the rows, use fewer voters (larger "
                 "blocks), or {}.", i, start, start + n - 1, labels[0].item(),

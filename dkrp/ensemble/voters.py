@@ -23,7 +23,7 @@ from sklearn.base import clone
 
 from .._random import block_generator
 from .._validation import check_finite_rows
-from ..errors import Message, Param, PartitionInputError, SpecError
+from ..errors import InvalidInputError, Message, Param, PartitionInputError, SpecError
 
 #: Named stream of the seed contract from which voter seeds are drawn.
 VOTER_STREAM = "ensemble.voter"
@@ -111,7 +111,7 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
     y = np.asarray(y)
     labels = np.unique(y)
     if labels.size < 2:
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two. "
             "Shuffle the rows before ingesting (partition voters see one row block each) or "
             "use {}.", index, labels[0], where, Param("strategy", "full")))

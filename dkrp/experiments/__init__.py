@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import importlib
 
+from ..errors import InvalidInputError
+
 __all__ = ["EXPERIMENTS", "get_experiment", "run_experiment"]
 
 #: name -> (module, one-line summary); modules are imported only when used
@@ -59,7 +61,7 @@ def get_experiment(name):
     try:
         module, _ = EXPERIMENTS[name]
     except KeyError:
-        raise ValueError(
+        raise InvalidInputError(
             f"Unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)} "
             "(`dkrp experiment --list` describes them)."
         ) from None

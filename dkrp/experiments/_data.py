@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidInputError
+
 __all__ = ["COVTYPE_CLASS_COUNTS", "DATASETS", "Split", "load_split", "p_grid", "subsample"]
 
 
@@ -206,7 +208,7 @@ _CACHE: dict = {}
 def load_split(name) -> Split:
     """The :class:`Split` of dataset ``name`` (cached in this process)."""
     if name not in DATASETS:
-        raise ValueError(f"Unknown dataset {name!r}; choose one of {', '.join(DATASETS)}.")
+        raise InvalidInputError(f"Unknown dataset {name!r}; choose one of {', '.join(DATASETS)}.")
     if name not in _CACHE:
         _CACHE[name] = DATASETS[name]()
     return _CACHE[name]

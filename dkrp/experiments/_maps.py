@@ -7,6 +7,8 @@ that fit on training rows (landmarks), the others fit on the shape alone.
 
 from __future__ import annotations
 
+from ..errors import InvalidInputError
+
 __all__ = ["DATA_DEPENDENT", "DEGREE_2_ONLY", "KRP_METHODS", "METHODS", "make_map"]
 
 KRP_METHODS = ("krp-gaussian", "krp-sparse-s1", "krp-sparse-s3", "krp-structured")
@@ -58,4 +60,4 @@ def make_map(method, *, degree, k, p=None, t=None, seed=0, explicit_form="tensor
     if method == "prp-gaussian":  # Table 4: P-RP, Gaussian entries, t terms
         return IndependentPolynomialProjection(degree=degree, n_components=k, n_terms=t or 1,
                                                random_state=seed, **_DISTRIBUTION["gaussian"])
-    raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(METHODS)}.")
+    raise InvalidInputError(f"Unknown method {method!r}; choose one of {', '.join(METHODS)}.")

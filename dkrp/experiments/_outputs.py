@@ -23,7 +23,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from ..errors import Message, Param
+from ..errors import InvalidInputError, Message, Param
 from ._protocol import PROFILES, RunContext
 
 logger = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def check_output(name, *, profile="quick", output="results", tag=None,
         When :func:`run_and_write` would refuse to replace the folder.
     """
     if tag and (not str(tag).replace("-", "").replace("_", "").isalnum()):
-        raise ValueError(f"tag must be letters, digits, '-' and '_', got {tag!r}.")
+        raise InvalidInputError(f"tag must be letters, digits, '-' and '_', got {tag!r}.")
     final = Path(output) / folder_name(name, profile, tag)
     _check_replaceable(final, profile, overwrite)
     return final
@@ -248,11 +248,11 @@ def run_and_write(experiment, *, profile="quick", repeats=None, output="results"
         When the run yields no rows.
     """
     if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}.")
+        raise InvalidInputError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}.")
     params = experiment.params(profile, overrides)
     repeats = int(params.get("repeats", 1) if repeats is None else repeats)
     if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}.")
+        raise InvalidInputError(f"repeats must be at least 1, got {repeats}.")
     report = report or (lambda line: None)
     final = check_output(experiment.name, profile=profile, output=output, tag=tag,
                          overwrite=overwrite)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..evaluation import timer  # one timer for protocols and experiments
 
 __all__ = ["PROFILES", "Experiment", "RunContext", "timer"]
@@ -59,14 +60,14 @@ class Experiment:
     def params(self, profile, overrides=None) -> dict:
         """The parameters of ``profile`` with ``overrides`` applied (unknown keys refused)."""
         if profile not in self.profiles:
-            raise ValueError(
+            raise InvalidInputError(
                 f"Experiment {self.name!r} has no profile {profile!r}; "
                 f"choose one of {', '.join(self.profiles)}."
             )
         params = dict(self.profiles[profile])
         for key, value in (overrides or {}).items():
             if key not in params:
-                raise ValueError(
+                raise InvalidInputError(
                     f"Experiment {self.name!r} has no parameter {key!r}; "
                     f"its parameters are {', '.join(sorted(params))}."
                 )

@@ -75,6 +75,8 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
+from ..errors import InvalidInputError
+
 __all__ = [
     "COLUMNS",
     "DATASETS",
@@ -215,7 +217,7 @@ def parse_published(text, origin=_CSV):
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None or tuple(header) != COLUMNS:
-        raise ValueError(
+        raise InvalidInputError(
             f"{origin} line 1: the header must be {','.join(COLUMNS)!r}, got "
             f"{','.join(header or [])!r}"
         )
@@ -227,7 +229,7 @@ def parse_published(text, origin=_CSV):
         key = (value.experiment, value.source, value.table, value.dataset, value.method,
                tuple(sorted(value.params.items())), value.metric)
         if key in seen:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{origin} line {line}: the same configuration and metric as line "
                 f"{seen[key]}; remove one of them"
             )
@@ -239,30 +241,30 @@ def parse_published(text, origin=_CSV):
 def _parse_row(fields, where):
     """One CSV row -> PublishedValue; `where` ("published.csv line 7") prefixes errors."""
     if len(fields) != len(COLUMNS):
-        raise ValueError(
+        raise InvalidInputError(
             f"{where}: expected {len(COLUMNS)} fields ({','.join(COLUMNS)}), got {len(fields)}"
         )
     row = dict(zip(COLUMNS, fields, strict=True))
     for name, allowed in (("experiment", EXPERIMENTS), ("source", SOURCES),
                           ("dataset", DATASETS), ("method", METHODS), ("metric", METRICS)):
         if row[name] not in allowed:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{where}: unknown {name} {row[name]!r}; expected one of {sorted(allowed)}"
             )
     if not row["table"].strip():
-        raise ValueError(f"{where}: table is empty; say where the paper prints the value")
+        raise InvalidInputError(f"{where}: table is empty; say where the paper prints the value")
     value = _number(row["value"], "value", where)
     std = None if row["std"] == "" else _number(row["std"], "std", where)
     if std is not None and std < 0:
-        raise ValueError(f"{where}: std must be >= 0, got {row['std']!r}")
+        raise InvalidInputError(f"{where}: std must be >= 0, got {row['std']!r}")
     if row["unit"] not in _UNITS[row["metric"]]:
-        raise ValueError(
+        raise InvalidInputError(
             f"{where}: unit {row['unit']!r} does not fit metric {row['metric']!r}; expected "
             f"one of {list(_UNITS[row['metric']])}"
         )
     expected = DATASETS[row["dataset"]]
     if row["available"] != expected:
-        raise ValueError(
+        raise InvalidInputError(
             f"{where}: available must be {expected!r} for dataset {row['dataset']!r} "
             f"(what ../shared/data holds), got {row['available']!r}"
         )
@@ -280,7 +282,7 @@ def _number(text, name, where):
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        raise ValueError(f"{where}: {name} must be a finite number, got {text!r}")
+        raise InvalidInputError(f"{where}: {name} must be a finite number, got {text!r}")
     return number
 
 
@@ -292,11 +294,11 @@ def _parse_params(text, where):
     for item in text.split(";"):
         key, sep, value = item.partition("=")
         if not sep or not _KEY.match(key) or not value or value != value.strip():
-            raise ValueError(
+            raise InvalidInputError(
                 f"{where}: params item {item!r} is not key=value (params look like "
                 f"'degree=2;k=1000', no spaces)"
             )
         if key in params:
-            raise ValueError(f"{where}: params key {key!r} appears twice in {text!r}")
+            raise InvalidInputError(f"{where}: params key {key!r} appears twice in {text!r}")
         params[key] = value
     return params

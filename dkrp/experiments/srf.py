@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ._outputs import save_figure
 from ._protocol import Experiment, timer
 
@@ -68,7 +69,9 @@ def _make(method, degree, scale, D, seed):
     if method == "tensorsketch":
         return TensorSketch(kernel="polynomial", degree=degree, gamma=gamma, coef0=coef0,
                             n_components=D, random_state=seed)
-    raise ValueError(f"unknown MSE method {method!r}; choose one of {', '.join(MSE_METHODS)}")
+    raise InvalidInputError(
+        f"unknown MSE method {method!r}; choose one of {', '.join(MSE_METHODS)}"
+    )
 
 
 def run(ctx):

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._choices import COMPRESSORS, STORE_DTYPE_NAMES
-from ..errors import Message, Param, PartitionInputError
+from ..errors import InvalidInputError, Message, Param, PartitionInputError
 from ._half import float32_to_float16, nonfinite_half
 
 __all__ = [
@@ -80,7 +80,7 @@ def compressor_codecs(name, itemsize) -> tuple:
     if name in ("blosc-lz4", "blosc-zstd"):
         return (BloscCodec(cname=name.split("-")[1], clevel=5, shuffle="shuffle",
                            typesize=int(itemsize)),)
-    raise ValueError(f"compressor must be one of {', '.join(COMPRESSORS)}; got {name!r}.")
+    raise InvalidInputError(f"compressor must be one of {', '.join(COMPRESSORS)}; got {name!r}.")
 
 
 def check_store_options(projector, *, bits=False, store_dtype=None, compressor=None):
@@ -111,23 +111,23 @@ def check_store_options(projector, *, bits=False, store_dtype=None, compressor=N
     bits = bool(bits)
     if bits and "bits" not in getattr(projector, "outputs", ()):
         spe = Param("method", "spe")  # from Python, the projector is passed
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "{} stores packed sign bits, which only SignProductEmbedding{} makes, not {}: "
             "drop {}, or use {}.", Param("bits", True), Message(" ({})", spe, python=""),
             type(projector).__name__, Param("bits"),
             Message("{}", spe, python="a SignProductEmbedding")))
     if store_dtype is not None:
         if bits:
-            raise ValueError(Message("A bit store holds packed uint8 signs: drop {} or {}.",
-                                     Param("store_dtype"), Param("bits")))
+            raise InvalidInputError(Message("A bit store holds packed uint8 signs: drop {} or {}.",
+                                            Param("store_dtype"), Param("bits")))
         if str(np.dtype(store_dtype)) not in STORE_DTYPE_NAMES:
-            raise ValueError(f"store_dtype must be one of {', '.join(STORE_DTYPE_NAMES)}; got "
-                             f"{store_dtype!r}.")
+            raise InvalidInputError(f"store_dtype must be one of "
+                                    f"{', '.join(STORE_DTYPE_NAMES)}; got {store_dtype!r}.")
         store_dtype = np.dtype(store_dtype)
     compressor = "none" if compressor is None else str(compressor)
     if compressor not in COMPRESSORS:
-        raise ValueError(f"compressor must be one of {', '.join(COMPRESSORS)}; got "
-                         f"{compressor!r}.")
+        raise InvalidInputError(f"compressor must be one of {', '.join(COMPRESSORS)}; got "
+                                f"{compressor!r}.")
     return {"bits": bits, "store_dtype": store_dtype, "compressor": compressor}
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Message, Param
+from ..errors import InvalidInputError, Message, MissingDependencyError, Param
 from .format import open_features
 
 __all__ = ["EXPORT_FORMATS", "export_features"]
@@ -83,12 +83,12 @@ def export_features(path, to, out, *, overwrite=False) -> dict:
         As :func:`open_features` (incomplete store, missing or corrupt chunk).
     """
     if to not in EXPORT_FORMATS:
-        raise ValueError(f"Unknown export format {to!r}; choose one of "
-                         f"{', '.join(EXPORT_FORMATS)}.")
+        raise InvalidInputError(f"Unknown export format {to!r}; choose one of "
+                                f"{', '.join(EXPORT_FORMATS)}.")
     out = Path(out).expanduser().absolute()
     features = open_features(path)
     if features.encoding == "bits" and to != "npy":
-        raise ValueError(
+        raise InvalidInputError(
             Message("{} is a bit store (packed sign bits, not features): it exports to npy "
                     "only ({}: the packed uint8 bytes, decoded by dkrp.unpack_bits).",
                     features.path, Param("to", "npy")))
@@ -146,8 +146,8 @@ def _write_parquet(features, tmp, k):
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:  # pragma: no cover - pyarrow is a test dependency
-        raise ImportError("Exporting to Parquet needs pyarrow: pip install 'dkrp[parquet]'.") \
-            from exc
+        raise MissingDependencyError(
+            "Exporting to Parquet needs pyarrow: pip install 'dkrp[parquet]'.") from exc
     names = [f"z{j}" for j in range(k)]
     writer = None
     try:

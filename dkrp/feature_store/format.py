@@ -70,7 +70,7 @@ from .._blockwise import spec_json
 from .._chunks import read_checked, with_checksum
 from .._spec import from_spec, registered_projectors
 from .._store import check_store, write_attrs
-from ..errors import FeatureStoreError, Message, Param
+from ..errors import FeatureStoreError, InvalidInputError, Message, MissingDependencyError, Param
 from .encoding import BITS, ENCODING_VERSIONS, FLOAT, compressor_codecs, row_bytes
 from .fingerprint import input_fingerprint  # noqa: F401 - its home before fingerprint.py
 
@@ -432,7 +432,7 @@ def label_values(labels) -> np.ndarray:
         return values.astype(np.int64)
     if values.dtype.kind == "f":
         return values.astype(np.float64)
-    raise ValueError(f"labels must be numeric, got dtype {values.dtype}.")
+    raise InvalidInputError(f"labels must be numeric, got dtype {values.dtype}.")
 
 
 def write_label_chunks(path: Path, values: np.ndarray, chunks) -> None:
@@ -651,7 +651,7 @@ def open_xarray(path, *, unpack=False):
     try:
         import xarray as xr
     except ImportError as exc:
-        raise ImportError("dkrp.open_xarray needs xarray (pip install xarray); "
+        raise MissingDependencyError("dkrp.open_xarray needs xarray (pip install xarray); "
                           "dkrp.read_features reads a store without it.") from exc
     import zarr
 

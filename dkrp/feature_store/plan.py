@@ -16,7 +16,7 @@ import numpy as np
 
 from .._blockwise import prepare_input
 from .._store import read_attrs
-from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
+from ..errors import FeatureStoreError, FeatureStoreMismatchError, InvalidInputError, Message, Param
 from .encoding import check_store_options, row_bytes
 from .fingerprint import (
     edge_rows_sha256,
@@ -270,11 +270,12 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
                                   compressor=compressor)
     X, out_dtype = prepare_input(X, projector, dtype=dtype)
     if X.shape[0] == 0:  # it would make a "complete" store of nothing
-        raise ValueError(f"{input_path or 'X'} has no rows (shape {X.shape}): nothing to "
-                         "featurize.")
+        raise InvalidInputError(f"{input_path or 'X'} has no rows (shape {X.shape}): nothing to "
+                                "featurize.")
     if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
-        raise ValueError(f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
-                         f"X has {X.shape[0]} rows: one label per row is needed.")
+        raise InvalidInputError(
+            f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
+            f"X has {X.shape[0]} rows: one label per row is needed.")
     # a new store records the input's edge rows as its run's first tasks read them
     # (write_plan): nothing exists here to compare them with
     edges_later = fingerprint is None and not any(

@@ -51,6 +51,7 @@ import scipy.sparse as sp
 from .._choices import FOURIER_POOLS, INDEX_DESIGNS, POOLS
 from .._random import block_generator, draw_rows
 from .._threading import blas_one_thread
+from ..errors import InvalidInputError
 from ._fwht import sorf_project
 from ._orthonormal import orthonormal_rows
 
@@ -103,8 +104,8 @@ def set_draw_version(est):
     if not hasattr(est, "draw_version_"):
         est.draw_version_ = draw_version(est.pool)
     if est.draw_version_ not in (1, DRAW_VERSION):
-        raise ValueError(f"draw_version_ must be 1 or {DRAW_VERSION}, got "
-                         f"{est.draw_version_!r}.")
+        raise InvalidInputError(f"draw_version_ must be 1 or {DRAW_VERSION}, got "
+                                f"{est.draw_version_!r}.")
 
 
 def padded_size(n_features: int) -> int:
@@ -258,7 +259,7 @@ def structured_pool(signs: np.ndarray, n_rows: int, n_features: int) -> np.ndarr
     d = int(n_features)
     D = signs.shape[2]
     if D ** 3 >= 2**53:  # pragma: no cover - d > 131072
-        raise ValueError(f"The structured pool supports n_features <= 2**17, got {d}.")
+        raise InvalidInputError(f"The structured pool supports n_features <= 2**17, got {d}.")
     eye = np.eye(d)
     St = structured_project(eye, signs, n_rows)  # (d, n_rows) = S^T
     return np.ascontiguousarray(St.T)
@@ -309,7 +310,7 @@ def balanced_indices(seed: int, n_components: int, width: int, pool_size: int) -
     """
     k, w, p = int(n_components), int(width), int(pool_size)
     if w > p:
-        raise ValueError(f"width ({w}) must not exceed pool_size ({p}).")
+        raise InvalidInputError(f"width ({w}) must not exceed pool_size ({p}).")
     total = k * w
     stream = np.empty(total, dtype=np.int64)
     pos = 0

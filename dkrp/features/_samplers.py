@@ -10,6 +10,7 @@ import numpy as np
 
 from .._choices import DISTRIBUTIONS
 from .._validation import check_choice, check_real
+from ..errors import InvalidInputError
 
 __all__ = ["hyperplane_sampler", "resolve_density", "index_sampler", "DISTRIBUTIONS"]
 
@@ -24,7 +25,8 @@ def resolve_density(density, n_features, distribution="achlioptas"):
         return 1.0
     if isinstance(density, str):
         if density != "auto":
-            raise ValueError(f"density must be 'auto' or a float in (0, 1]; got {density!r}.")
+            raise InvalidInputError(
+                f"density must be 'auto' or a float in (0, 1]; got {density!r}.")
         return 1.0 / np.sqrt(n_features)
     return check_real("density", density, minimum=0.0, maximum=1.0, include_min=False)
 

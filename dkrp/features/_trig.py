@@ -53,6 +53,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..errors import InvalidInputError
+
 __all__ = [
     "REDUCTION_LIMIT",
     "VERSIONS",
@@ -435,7 +437,7 @@ def _cos_sin_1d32(x, cos_out, sin_out):
 
 def _check_version(version):
     if version not in VERSIONS:
-        raise ValueError(f"version must be one of {VERSIONS}, got {version!r}.")
+        raise InvalidInputError(f"version must be one of {VERSIONS}, got {version!r}.")
 
 
 def _float32_v2(dtype, version):

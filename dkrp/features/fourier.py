@@ -19,6 +19,7 @@ from .._random import draw_rows
 from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 from ..kernels import SHIFT_INVARIANT_KERNELS, scale_gamma
 from ._pools import (
     FOURIER_POOLS,
@@ -171,17 +172,17 @@ class RandomFourierFeatures(BaseProjector):
         check_integer("n_components", self.n_components, minimum=1)
         check_choice("pool", self.pool, FOURIER_POOLS)
         if self.pool != "iid" and self.kernel != "gaussian":
-            raise ValueError(
+            raise InvalidInputError(
                 f"pool={self.pool!r} is defined for kernel='gaussian' only (its rows "
                 f"approximate Gaussian frequencies); got kernel={self.kernel!r}."
             )
         if self.pool == "structured" and padded_size(n_features) > 2**17:
-            raise ValueError(
+            raise InvalidInputError(
                 "pool='structured' supports at most 2**17 = 131072 features, got "
                 f"n_features = {n_features}."
             )
         if self.feature_map == "cos_sin" and self.n_components % 2:
-            raise ValueError(
+            raise InvalidInputError(
                 "n_components must be even with feature_map='cos_sin' (a cosine and a "
                 f"sine per frequency); got {self.n_components}."
             )
@@ -197,7 +198,7 @@ class RandomFourierFeatures(BaseProjector):
         if not isinstance(self.gamma, str):
             return float(self.gamma)
         if X is None:
-            raise ValueError(
+            raise InvalidInputError(
                 "gamma='scale' is computed from training data: call fit(X), or give a "
                 "number for gamma."
             )

@@ -31,6 +31,7 @@ from .._random import draw_rows
 from .._threading import run_row_blocks
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 
 __all__ = ["RandomMaclaurin", "MACLAURIN_KERNELS"]
 
@@ -157,7 +158,7 @@ class RandomMaclaurin(BaseProjector):
         if self.kernel == "polynomial":
             coef0 = check_real("coef0", self.coef0)
             if coef0 < 0:
-                raise ValueError(
+                raise InvalidInputError(
                     f"coef0 must be >= 0 for RandomMaclaurin, got {coef0}: a negative coef0 "
                     "gives negative Maclaurin coefficients, which cannot be sampled."
                 )

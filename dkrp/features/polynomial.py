@@ -23,6 +23,7 @@ from .._random import BLOCK_SIZE, draw_block, draw_rows
 from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 from ._gather import gather_products
 from ._pools import (
     INDEX_DESIGNS,
@@ -226,17 +227,17 @@ class PolynomialRandomProjection(BaseProjector):
         check_choice("pool", self.pool, POOLS)
         check_choice("index_design", self.index_design, INDEX_DESIGNS)
         if self.pool != "iid" and self.distribution != "gaussian":
-            raise ValueError(
+            raise InvalidInputError(
                 f"pool={self.pool!r} builds its own Gaussian-based rows; "
                 f"distribution={self.distribution!r} applies to pool='iid' only."
             )
         if self.pool == "structured" and padded_size(n_features) > 2**17:
-            raise ValueError(
+            raise InvalidInputError(
                 "pool='structured' supports at most 2**17 = 131072 features (exact "
                 f"materialisation), got n_features = {n_features}."
             )
         if self.degree * self.n_terms > self.n_hyperplanes:
-            raise ValueError(
+            raise InvalidInputError(
                 "degree * n_terms must not exceed n_hyperplanes: each component uses "
                 f"degree * n_terms = {self.degree * self.n_terms} distinct pool "
                 f"hyperplanes, but n_hyperplanes = {self.n_hyperplanes}."

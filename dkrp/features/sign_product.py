@@ -86,6 +86,7 @@ from .._random import draw_rows
 from .._threading import run_row_blocks
 from .._validation import check_integer
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 from ._pools import matmul_transposed
 
 __all__ = [
@@ -146,10 +147,10 @@ def unpack_bits(bits, n_components, dtype=np.float64) -> np.ndarray:
     """
     bits = np.asarray(bits)
     if bits.dtype != np.uint8:
-        raise ValueError(f"bits must be uint8 (numpy.packbits output), got {bits.dtype}.")
+        raise InvalidInputError(f"bits must be uint8 (numpy.packbits output), got {bits.dtype}.")
     m = check_integer("n_components", n_components, minimum=1)
     if bits.shape[-1] != n_bytes(m):
-        raise ValueError(
+        raise InvalidInputError(
             f"bits has {bits.shape[-1]} bytes per row, but {m} components take "
             f"ceil({m}/8) = {n_bytes(m)}."
         )
@@ -200,7 +201,7 @@ def sign_kernel(X, Y=None) -> np.ndarray:
     Y = X if Y is None else np.asarray(Y, dtype=np.float64)
     nx, ny = np.linalg.norm(X, axis=1), np.linalg.norm(Y, axis=1)
     if not (nx > 0).all() or not (ny > 0).all():
-        raise ValueError("sign_kernel needs non-zero rows (a zero row has no direction).")
+        raise InvalidInputError("sign_kernel needs non-zero rows (a zero row has no direction).")
     rho = np.clip((X @ Y.T) / np.outer(nx, ny), -1.0, 1.0)
     return (2.0 / np.pi * np.arcsin(rho)) ** 2
 

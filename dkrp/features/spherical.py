@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from .._random import draw_rows
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 from . import _srf_fit
 from ._pools import matmul_transposed
 from .fourier import FEATURE_MAPS, cosine_features, draw_phases, set_cosine
@@ -161,7 +162,7 @@ class SphericalRandomFeatures(BaseProjector):
         check_integer("n_terms", self.n_terms, minimum=1)
         check_choice("feature_map", self.feature_map, FEATURE_MAPS)
         if self.feature_map == "cos_sin" and self.n_components % 2:
-            raise ValueError(
+            raise InvalidInputError(
                 "n_components must be even with feature_map='cos_sin' (a cosine and a "
                 f"sine per frequency); got {self.n_components}."
             )
@@ -224,7 +225,7 @@ class SphericalRandomFeatures(BaseProjector):
             sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
         zero = np.flatnonzero(sq == 0)
         if zero.size:
-            raise ValueError(
+            raise InvalidInputError(
                 f"SphericalRandomFeatures maps x / ||x||: row {int(zero[0])} is all zeros "
                 f"({zero.size} zero row(s) in this block) and has no direction. Drop such "
                 "rows or add a constant feature."

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from .._random import draw_rows
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
+from ..errors import InvalidInputError
 
 __all__ = ["TensorSketch", "TENSORSKETCH_KERNELS"]
 
@@ -120,7 +121,7 @@ class TensorSketch(BaseProjector):
                        else check_real("gamma", self.gamma, minimum=0.0, include_min=False))
         self.coef0_ = check_real("coef0", self.coef0)
         if self.coef0_ < 0:
-            raise ValueError(
+            raise InvalidInputError(
                 f"coef0 must be >= 0 for TensorSketch, got {self.coef0_}: the polynomial "
                 "kernel is sketched as <x', y'>^g with x' = [sqrt(gamma) x, sqrt(coef0)]."
             )

@@ -17,6 +17,8 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 
+from ..errors import InvalidInputError
+
 _COMPRESSION_OPENERS = {".bz2": bz2.open, ".gz": gzip.open, ".xz": lzma.open}
 
 
@@ -78,14 +80,16 @@ def check_finite_block(values, labels, source, row0, columns=None, header_lines=
         row, col = np.argwhere(bad)[0]
         where = f"column {columns[col]!r}" if columns is not None else f"column {col}"
         line = f" (line {row0 + row + 1 + header_lines} of the file)" if header_lines else ""
-        raise ValueError(
+        raise InvalidInputError(
             f"{source}: {nonfinite_message(values[row, col : col + 1], values.dtype)} "
             f"First at data row {row0 + row}{line}, {where}."
         )
     if labels is not None and labels.dtype.kind == "f" and not np.isfinite(labels).all():
         row = int(np.flatnonzero(~np.isfinite(labels))[0])
         line = f" (line {row0 + row + 1 + header_lines} of the file)" if header_lines else ""
-        raise ValueError(f"{source}: label at data row {row0 + row}{line} is NaN or infinite.")
+        raise InvalidInputError(
+            f"{source}: label at data row {row0 + row}{line} is NaN or infinite."
+        )
 
 
 def array_from_blocks(prefix, func, args, row_chunks, n_cols, meta, token):

@@ -15,7 +15,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from ..errors import Message, Param
+from ..errors import InvalidInputError, Message, Param
 from ._common import array_from_blocks, file_sha256, open_maybe_compressed
 from .dataset_store import (
     check_chunk_rows,
@@ -38,14 +38,14 @@ def open_npy(path) -> np.ndarray:
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
-        raise ValueError(f"{path}: not a plain numeric .npy array ({exc})") from exc
+        raise InvalidInputError(f"{path}: not a plain numeric .npy array ({exc})") from exc
     if not isinstance(arr, np.ndarray) or arr.ndim != 2:
-        raise ValueError(
+        raise InvalidInputError(
             f"{path}: expected a 2-D array (n_samples, n_features), got shape "
             f"{getattr(arr, 'shape', None)}"
         )
     if arr.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: dtype {arr.dtype} is not numeric")
+        raise InvalidInputError(f"{path}: dtype {arr.dtype} is not numeric")
     return arr
 
 
@@ -62,10 +62,10 @@ def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
     arr = open_npy(source)
     n_samples, width = arr.shape
     if n_samples == 0:
-        raise ValueError(f"{source} holds no rows (shape {arr.shape}): nothing to ingest.")
+        raise InvalidInputError(f"{source} holds no rows (shape {arr.shape}): nothing to ingest.")
     if n_features is not None and n_features != width:
-        raise ValueError(Message("{}: {} but the array has {} columns", source,
-                                 Param("n_features", n_features), width))
+        raise InvalidInputError(Message("{}: {} but the array has {} columns", source,
+                                        Param("n_features", n_features), width))
     if chunk_rows is None:
         chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
     create_dense(group, "X", n_samples, width, chunk_rows, dtype)
@@ -121,14 +121,14 @@ def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
     with open_maybe_compressed(path) as handle:
         raw = handle.read()
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
-        raise ValueError(f"{path}: not an IDX file (bad magic number {raw[:4]!r})")
+        raise InvalidInputError(f"{path}: not an IDX file (bad magic number {raw[:4]!r})")
     magic = int.from_bytes(raw[:4], "big")
     if expected_magic is not None and magic != expected_magic:
-        raise ValueError(f"{path}: IDX magic number {magic}, expected {expected_magic}")
+        raise InvalidInputError(f"{path}: IDX magic number {magic}, expected {expected_magic}")
     ndim = raw[3]
     header = 4 + 4 * ndim
     if ndim == 0 or len(raw) < header:
-        raise ValueError(
+        raise InvalidInputError(
             f"{path}: bad IDX header: {ndim} dimensions need a {header}-byte header, the file "
             f"has {len(raw)} bytes"
         )
@@ -136,7 +136,7 @@ def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
     dtype = np.dtype(_IDX_DTYPES[raw[2]])
     expected = header + int(np.prod(dims)) * dtype.itemsize
     if len(raw) != expected:
-        raise ValueError(
+        raise InvalidInputError(
             f"{path}: IDX header says shape {dims} ({expected} bytes) but the file has "
             f"{len(raw)} bytes (truncated or corrupt)"
         )
@@ -146,17 +146,19 @@ def read_idx(path, expected_magic: int | None = None) -> np.ndarray:
 def ingest_idx(source, tmp, group, *, n_features, chunk_rows, dtype, labels):
     images = read_idx(source)
     if images.shape[0] == 0:
-        raise ValueError(f"{source} holds no rows (shape {images.shape}): nothing to ingest.")
+        raise InvalidInputError(
+            f"{source} holds no rows (shape {images.shape}): nothing to ingest."
+        )
     X = images.reshape(images.shape[0], -1)
     n_samples, width = X.shape
     if n_features is not None and n_features != width:
-        raise ValueError(Message("{}: {} but each image has {} values", source,
-                                 Param("n_features", n_features), width))
+        raise InvalidInputError(Message("{}: {} but each image has {} values", source,
+                                        Param("n_features", n_features), width))
     y = None
     if labels is not None:
         y = read_idx(Path(labels).expanduser()).reshape(-1)
         if y.shape[0] != n_samples:
-            raise ValueError(
+            raise InvalidInputError(
                 f"{labels} holds {y.shape[0]} labels but {source} holds {n_samples} images"
             )
     if chunk_rows is None:
@@ -229,7 +231,7 @@ def read_array(path, *, columns=None, chunk_rows: int | None = None) -> da.Array
         return open_dataset(path).X
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist")
-    raise ValueError(
+    raise InvalidInputError(
         f"{path}: read_array reads .npy, .parquet/.pq or a dataset store directory; "
         "ingest other formats first with dkrp.io.ingest"
     )

@@ -77,7 +77,14 @@ from .._chunks import (
 from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
 from .._store import check_store, write_attrs
-from ..errors import ChunkError, Message, Param
+from ..errors import (
+    ChunkError,
+    CorruptStoreError,
+    InvalidInputError,
+    InvalidTypeError,
+    Message,
+    Param,
+)
 from ._common import check_finite_block
 
 #: Target size of one uncompressed chunk of ``X`` when ``chunk_rows`` is not given.
@@ -219,9 +226,9 @@ def check_chunk_rows(chunk_rows) -> int | None:
     if chunk_rows is None:
         return None
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)):
-        raise TypeError(f"chunk_rows must be a positive int or None, got {chunk_rows!r}")
+        raise InvalidTypeError(f"chunk_rows must be a positive int or None, got {chunk_rows!r}")
     if chunk_rows <= 0:
-        raise ValueError(f"chunk_rows must be positive, got {chunk_rows}")
+        raise InvalidInputError(f"chunk_rows must be positive, got {chunk_rows}")
     return int(chunk_rows)
 
 
@@ -374,11 +381,11 @@ def _read_csr_block(xpath, block, rows, n_features, r0=None, r1=None):
     nnz = int(indptr[-1])
     capacity = member["data"].shape[1]
     if indptr[0] != 0 or nnz > capacity or np.any(np.diff(indptr) < 0):
-        raise ValueError(f"Dataset store {xpath} is corrupt: block {block} has a bad indptr")
+        raise CorruptStoreError(f"Dataset store {xpath} is corrupt: block {block} has a bad indptr")
     data = np.asarray(member["data"][block, :nnz])
     indices = np.asarray(member["indices"][block, :nnz])
     if nnz and (indices.min() < 0 or indices.max() >= n_features):
-        raise ValueError(f"Dataset store {xpath} is corrupt: block {block} has bad indices")
+        raise CorruptStoreError(f"Dataset store {xpath} is corrupt: block {block} has bad indices")
     return sp.csr_matrix((data, indices, indptr), shape=(rows, n_features))
 
 
@@ -386,8 +393,8 @@ def _read_csr_block(xpath, block, rows, n_features, r0=None, r1=None):
 # opening a store
 
 
-def _corrupt(path, what) -> ValueError:
-    return ValueError(
+def _corrupt(path, what) -> CorruptStoreError:
+    return CorruptStoreError(
         f"Dataset store {path} is corrupt: {what}. Re-create it with "
         "dkrp.io.ingest(..., overwrite=True)."
     )
@@ -566,10 +573,10 @@ def verify_dataset(path, *, client=None) -> dict:
     try:
         attrs = dict(zarr.open_group(str(path), mode="r").attrs)
     except Exception as exc:
-        raise ValueError(f"{path} is not a readable Zarr v3 group ({exc!r})") from exc
+        raise InvalidInputError(f"{path} is not a readable Zarr v3 group ({exc!r})") from exc
     if attrs.get("dkrp_format") != DATASET_FORMAT:
-        raise ValueError(f"{path} is not a dkrp dataset store (dkrp_format is "
-                         f"{attrs.get('dkrp_format')!r})")
+        raise InvalidInputError(f"{path} is not a dkrp dataset store (dkrp_format is "
+                                f"{attrs.get('dkrp_format')!r})")
     report = check_arrays(path, _dataset_arrays(path, attrs), client=client)
     ok = not report["problems"]
     advice = None

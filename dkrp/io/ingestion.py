@@ -33,7 +33,7 @@ import zarr
 
 from .. import _choices
 from .._store import consolidate, publish_atomically, write_attrs
-from ..errors import Message, Param
+from ..errors import InvalidInputError, Message, Param
 from ._common import compression_suffix, file_sha256, open_maybe_compressed
 from .arrays import NPY_SUFFIXES, ingest_idx, ingest_npy, open_npy
 from .dataset_store import (
@@ -126,7 +126,7 @@ def _resolve_format(path: Path, fmt: str | None) -> str:
         if fmt in ("svmlight", "svm"):
             fmt = "libsvm"
         if fmt not in _FORMATS:
-            raise ValueError(f"fmt must be one of {_FORMATS} or None, got {fmt!r}")
+            raise InvalidInputError(f"fmt must be one of {_FORMATS} or None, got {fmt!r}")
         return fmt
     stem = path.with_suffix("") if compression_suffix(path) else path
     suffix = stem.suffix.lower()
@@ -135,13 +135,13 @@ def _resolve_format(path: Path, fmt: str | None) -> str:
     for fmt_name, ingester in _INGESTERS.items():
         if suffix in ingester.suffixes:
             if not ingester.compressible and stem is not path:
-                raise ValueError(f"{path}: compressed {fmt_name} files are not supported")
+                raise InvalidInputError(f"{path}: compressed {fmt_name} files are not supported")
             return fmt_name
     sniffed = _sniff_format(path)
     if sniffed is not None:
         logger.info("%s: no known extension, content looks like %s", path, sniffed)
         return sniffed
-    raise ValueError(
+    raise InvalidInputError(
         f"Cannot infer the format of {path} from its name or first line; pass fmt= one of "
         f"{_FORMATS}"
     )
@@ -299,25 +299,29 @@ def ingest(
     if not source.exists():
         raise FileNotFoundError(f"Input file {source} does not exist")
     if not source.is_file():
-        raise ValueError(f"Input {source} is not a regular file")
+        raise InvalidInputError(f"Input {source} is not a regular file")
     fmt = _resolve_format(source, fmt)
     dtype = np.dtype(_default_dtype(source, fmt) if dtype is None else dtype)
     if dtype.kind != "f":
-        raise ValueError(f"dtype must be a floating dtype (float32 or float64), got {dtype}")
+        raise InvalidInputError(f"dtype must be a floating dtype (float32 or float64), got {dtype}")
     chunk_rows = check_chunk_rows(chunk_rows)
     if n_features is not None and (isinstance(n_features, bool) or int(n_features) < 0):
-        raise ValueError(f"n_features must be a non-negative int or None, got {n_features!r}")
+        raise InvalidInputError(
+            f"n_features must be a non-negative int or None, got {n_features!r}"
+        )
     if zero_based not in (True, False, "auto"):
-        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+        raise InvalidInputError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     drop_columns = [drop_columns] if isinstance(drop_columns, str) else list(drop_columns)
     if fmt == "libsvm" and (label_column is not None or drop_columns):
-        raise ValueError("label_column and drop_columns do not apply to LIBSVM input")
+        raise InvalidInputError("label_column and drop_columns do not apply to LIBSVM input")
     if fmt != "libsvm" and sparse:
-        raise ValueError(f"sparse=True is only supported for LIBSVM input, not {fmt}")
+        raise InvalidInputError(f"sparse=True is only supported for LIBSVM input, not {fmt}")
     if labels is not None and fmt != "idx":
-        raise ValueError("labels= is for IDX input (a separate labels file); use label_column")
+        raise InvalidInputError(
+            "labels= is for IDX input (a separate labels file); use label_column"
+        )
     if fmt == "npy" and label_column is not None:
-        raise ValueError(".npy input has no named columns; label_column cannot be used")
+        raise InvalidInputError(".npy input has no named columns; label_column cannot be used")
     _check_dest(dest, overwrite)
 
     params = {
@@ -364,12 +368,12 @@ def ingest(
                 dtype=dtype, **{name: options[name] for name in spec.options},
             )
             if info["n_samples"] == 0:  # LIBSVM, CSV, .npy and IDX say so first
-                raise ValueError(f"{source} holds no rows: nothing to ingest.")
+                raise InvalidInputError(f"{source} holds no rows: nothing to ingest.")
             info["source_sha256"] = file_sha256(source)
         except (*_DECOMPRESSION_ERRORS, OSError) as exc:
             if not _is_decompression_error(exc):
                 raise
-            raise ValueError(
+            raise InvalidInputError(
                 f"{source} is truncated or corrupt: reading it failed with "
                 f"{type(exc).__name__}: {exc}. Check it against its published checksum "
                 "(sha256sum) or fetch it again."

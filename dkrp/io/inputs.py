@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import InvalidInputError
 from ._common import file_sha256
 from .arrays import from_npy
 from .dataset_store import open_dataset
@@ -58,7 +59,7 @@ def open_labelled_input(path):
     if suffix in (".parquet", ".pq"):
         return from_parquet(path), {"path": str(path.absolute()),
                                     "sha256": file_sha256(path)}, None
-    raise ValueError(
+    raise InvalidInputError(
         f"{path} is not a dataset store, .npy or Parquet file. Convert it first: "
         f"dkrp ingest {path} {path.with_suffix('.zarr').name}"
     )

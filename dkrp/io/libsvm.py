@@ -28,7 +28,7 @@ import scipy.sparse as sp
 import zarr
 from sklearn.datasets import load_svmlight_file
 
-from ..errors import Message, Param
+from ..errors import InputChangedError, InvalidInputError, Message, Param
 from ._common import compression_suffix, nonfinite_message, open_maybe_compressed
 from .dataset_store import (
     create_csr,
@@ -174,12 +174,12 @@ def _scan_libsvm_piece(path: str, display: str, start: int, stop: int, dtype: st
         found = _find_bad_line(
             path, display, start, stop, dtype, shift=0, n_features=None
         )
-        raise ValueError(found or f"{display}: cannot parse bytes {start}..{stop}") from None
+        raise InvalidInputError(found or f"{display}: cannot parse bytes {start}..{stop}") from None
     if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
         found = _find_bad_line(
             path, display, start, stop, dtype, shift=0, n_features=None
         )
-        raise ValueError(found or f"{display}: non-finite value in bytes {start}..{stop}")
+        raise InvalidInputError(found or f"{display}: non-finite value in bytes {start}..{stop}")
     row_starts, n_newlines = _data_line_starts(buf)
     if row_starts.size != X.shape[0]:  # pragma: no cover - guards our line model vs sklearn's
         raise RuntimeError(
@@ -209,7 +209,7 @@ def _write_libsvm_block(
     """Second pass: parse the byte range of one row block and write that block's chunks."""
     X, y = _parse_libsvm_bytes(read_byte_range(path, start, stop), np.dtype(dtype))
     if X.shape[0] != n_rows:
-        raise RuntimeError(
+        raise InputChangedError(
             f"{display} changed during ingest: block {block} has {X.shape[0]} rows, "
             f"expected {n_rows}"
         )
@@ -257,7 +257,7 @@ def _ingest_libsvm_text(
     if parse_bytes is None:
         parse_bytes = int(min(32 * 2**20, max(2**20, math.ceil(size / 32))))
     elif parse_bytes <= 0:
-        raise ValueError(f"parse_bytes must be positive, got {parse_bytes}")
+        raise InvalidInputError(f"parse_bytes must be positive, got {parse_bytes}")
     bounds = line_aligned_bounds(Path(path), size, parse_bytes)
     scan = dask.delayed(_scan_libsvm_piece, pure=True)
     pieces = dask.compute(
@@ -266,7 +266,7 @@ def _ingest_libsvm_text(
     n_samples = sum(p["n_rows"] for p in pieces)
     if n_samples == 0:
         what = "is empty" if size == 0 else "has no data lines, only blank or comment lines"
-        raise ValueError(f"{display} {what}: nothing to ingest.")
+        raise InvalidInputError(f"{display} {what}: nothing to ingest.")
     maxs = [p["max_index"] for p in pieces if p["max_index"] is not None]
     zero_rows = sum(p["zero_rows"] for p in pieces)
     feature_rows = sum(p["feature_rows"] for p in pieces)
@@ -299,7 +299,7 @@ def _ingest_libsvm_text(
                 path, display, piece["start"], piece["stop"], dtype, shift=checked_shift,
                 n_features=n_features, zero_problem=zero_problem,
             )
-            raise ValueError(found or f"{display}: feature index out of range")
+            raise InvalidInputError(found or f"{display}: feature index out of range")
     if n_features is None:
         n_features = (max(maxs) - shift + 1) if maxs else 0
     row_offsets = (

@@ -16,7 +16,7 @@ import numpy as np
 import zarr
 from dask.base import tokenize
 
-from ..errors import Message, Param
+from ..errors import InputChangedError, InvalidInputError, Message, MissingDependencyError, Param
 from ._common import (
     array_from_blocks,
     check_finite_block,
@@ -95,7 +95,7 @@ def _check_csv_fields(source) -> None:
                 kind = "too few" if counts[i] < n_fields else "too many"
                 hint = (" (two rows joined on one line?)" if counts[i] >= 2 * n_fields - 1
                         else " (a missing field?)" if counts[i] < n_fields else "")
-                raise ValueError(
+                raise InvalidInputError(
                     f"{source}, line {int(lines[i])}: {int(counts[i])} fields but the header "
                     f"has {n_fields} ({kind}){hint}. Every row must have the header's fields; "
                     "fix or remove that line and ingest again."
@@ -105,9 +105,9 @@ def _check_csv_fields(source) -> None:
             if not block:
                 break
     if line_no == 0:
-        raise ValueError(f"{source} is empty: a CSV needs a header line and data rows.")
+        raise InvalidInputError(f"{source} is empty: a CSV needs a header line and data rows.")
     if data_lines == 0:
-        raise ValueError(f"{source} has a header but no data rows: nothing to ingest.")
+        raise InvalidInputError(f"{source} has a header but no data rows: nothing to ingest.")
 
 
 def _first_non_numeric(pd, frame, column):
@@ -123,7 +123,7 @@ def _import_pandas():
     try:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - pandas ships with the test extra
-        raise ImportError(
+        raise MissingDependencyError(
             "Reading CSV needs pandas: pip install dkrp[parquet] (or pip install pandas)"
         ) from exc
     return pd
@@ -132,17 +132,17 @@ def _import_pandas():
 def _select_columns(source, columns, label_column, drop_columns, n_features):
     columns = [str(c) for c in columns]
     if label_column is not None and label_column not in columns:
-        raise ValueError(
+        raise InvalidInputError(
             f"{source}: label column {label_column!r} not found; available columns: {columns}"
         )
     missing = [c for c in drop_columns if c not in columns]
     if missing:
-        raise ValueError(
+        raise InvalidInputError(
             f"{source}: drop_columns {missing} not found; available columns: {columns}"
         )
     features = [c for c in columns if c != label_column and c not in drop_columns]
     if n_features is not None and n_features != len(features):
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "{}: {} but the file has {} feature columns after dropping {} and the label: {}",
             source, Param("n_features", n_features), len(features), drop_columns, features))
     return features
@@ -187,7 +187,7 @@ def ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colum
             bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
             if bad:
                 i, value = _first_non_numeric(pd, frame, bad[0])
-                raise ValueError(Message(
+                raise InvalidInputError(Message(
                     "{}, line {} (data row {}), column {!r}: {!r} is not a number. Fix the "
                     "value, or leave the column out with {}.", source, row0 + i + 2, row0 + i,
                     bad[0], value, Param("drop_columns", [bad[0]])))
@@ -199,7 +199,7 @@ def ingest_csv(source, tmp, group, *, n_features, chunk_rows, dtype, label_colum
                     label_dtype = stored_label_dtype(labels.dtype.kind in "iub")
                     y = create_dense(group, "y", 0, None, chunk_rows, label_dtype)
                 if labels.dtype.kind == "f" and label_dtype.kind != "f":
-                    raise ValueError(
+                    raise InvalidInputError(
                         f"{source}: label column {label_column!r} turns non-integer (or has "
                         f"missing values) in data rows {row0}..{row0 + len(frame) - 1}"
                     )
@@ -223,7 +223,7 @@ def _import_parquet():
         import pyarrow  # noqa: F401
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise ImportError(
+        raise MissingDependencyError(
             "Reading Parquet files needs pyarrow: pip install dkrp[parquet]"
         ) from exc
     return pq
@@ -233,7 +233,7 @@ def _csv_row_offsets(path, start, stop):
     """Byte offsets of the data rows (non-blank lines) starting in ``[start, stop)``."""
     buf = read_byte_range(path, start, stop)
     if b'"' in buf:
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "{}: quoted fields (a comma or line break may sit inside one) cannot be split "
             "between workers; ingest it without {} (one process).", path, Param("scheduler")))
     arr = np.frombuffer(buf, dtype=np.uint8)
@@ -254,12 +254,12 @@ def _csv_block(path, start, stop, header, features, label_column, dtype, store, 
     frame = pd.read_csv(io.BytesIO(read_byte_range(path, start, stop)), header=None,
                         names=list(header), usecols=usecols)
     if len(frame) != n_rows:
-        raise RuntimeError(f"{path} changed during ingest: rows {r0}.. hold {len(frame)} rows, "
-                           f"expected {n_rows}")
+        raise InputChangedError(f"{path} changed during ingest: rows {r0}.. hold {len(frame)} "
+                                f"rows, expected {n_rows}")
     bad = [c for c in usecols if not pd.api.types.is_numeric_dtype(frame[c].dtype)]
     if bad:
         i, value = _first_non_numeric(pd, frame, bad[0])
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "{}, data row {}, column {!r}: {!r} is not a number. Fix the value, or leave the "
             "column out with {}.", path, r0 + i, bad[0], value, Param("drop_columns", [bad[0]])))
     values = frame[list(features)].to_numpy(dtype=dtype)
@@ -333,7 +333,9 @@ def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_feature
     if columns is not None:
         unknown = [c for c in columns if c not in names]
         if unknown:
-            raise ValueError(f"{path}: columns {unknown} not found; available columns: {names}")
+            raise InvalidInputError(
+                f"{path}: columns {unknown} not found; available columns: {names}"
+            )
         names = list(columns) + ([label_column] if label_column in names else [])
     features = _select_columns(path, names, label_column, drop_columns, n_features)
 
@@ -343,7 +345,7 @@ def _parquet_schema(path, columns, label_column=None, drop_columns=(), n_feature
     used = features + ([label_column] if label_column is not None else [])
     bad = [c for c in used if not numeric(schema.field(c).type)]
     if bad:
-        raise ValueError(Message(
+        raise InvalidInputError(Message(
             "{}: non-numeric column(s) {} ({}); drop them with {}", path, bad,
             ", ".join(str(schema.field(c).type) for c in bad), Param("drop_columns", bad)))
     label_dtype = None

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import check_choice, check_integer
+from ..errors import InvalidInputError
 from ..features.polynomial import PolynomialRandomProjection
 
 __all__ = ["FAULTS", "FaultyProjection", "fault_pids"]
@@ -105,9 +106,9 @@ class FaultyProjection(PolynomialRandomProjection):
         check_integer("times", self.times, minimum=0)
         check_integer("wait_done", self.wait_done, minimum=0)
         if not 0 <= float(self.delay) < 600:
-            raise ValueError(f"delay must be in [0, 600) seconds, got {self.delay!r}.")
+            raise InvalidInputError(f"delay must be in [0, 600) seconds, got {self.delay!r}.")
         if self.trigger is not None and self.state_dir is None:
-            raise ValueError("state_dir is required to count faults when trigger is set.")
+            raise InvalidInputError("state_dir is required to count faults when trigger is set.")
 
     def output_block(self, X, output="features"):
         if self.trigger is not None and X.shape[0] > 0 and self._chosen(X):
