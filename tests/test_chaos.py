@@ -79,8 +79,10 @@ def _wait_for_workers(address, n, timeout=120):
 def _worker_processes(parent_pid):
     """The running worker processes of ``dask worker`` (``parent_pid``).
 
-    A worker retitles its process "dask worker [ADDRESS]" once it has started; one that
-    its nanny is still starting is left alone (a kill then would test the nanny).
+    With setproctitle installed a worker retitles its process "dask worker [ADDRESS]"
+    once it has started; without it (distributed does not require it), a child other
+    than multiprocessing's resource tracker counts once it is 3 s old. One that its
+    nanny is still starting is left alone (a kill then would test the nanny).
     """
     try:
         children = psutil.Process(parent_pid).children()
@@ -89,9 +91,13 @@ def _worker_processes(parent_pid):
     workers = []
     for child in children:
         try:
-            if child.cmdline()[0].startswith("dask worker ["):
+            command = " ".join(child.cmdline())
+            titled = command.startswith("dask worker [")
+            untitled = ("resource_tracker" not in command and "spawn_main" in command
+                        and time.time() - child.create_time() > 3.0)
+            if titled or untitled:
                 workers.append(child)
-        except (psutil.NoSuchProcess, IndexError):
+        except psutil.NoSuchProcess:
             pass
     return sorted(workers, key=lambda p: p.pid)
 
