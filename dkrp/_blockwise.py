@@ -51,6 +51,16 @@ _PROJECTORS: dict = {}
 _PROJECTORS_LOCK = threading.Lock()
 
 
+def current_client():
+    """The default ``distributed`` client of this process, or None (dask's local scheduler)."""
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
 def worker_address() -> str | None:
     try:
         from distributed import get_worker

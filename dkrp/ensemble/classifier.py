@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
+from .._blockwise import current_client
 from .._random import resolve_seed
 from .._spec import from_spec, spec_json
 from .._validation import (
@@ -31,7 +32,6 @@ from .persistence import register_estimator, save_ensemble
 from .training import (
     TrainingRun,
     checked_block,
-    current_client,
     fit_full,
     fit_partition,
     progress_callback,

@@ -70,17 +70,6 @@ def _blockwise_class():
     return SeededBlockwiseVotingClassifier
 
 
-def current_client():
-    try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
 def progress_callback(progress, total):
     if callable(progress):
         return progress, None

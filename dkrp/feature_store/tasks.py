@@ -18,7 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .._blockwise import cached_projector, row_offsets, spec_json, transform_partition
+from .._blockwise import (
+    cached_projector,
+    current_client,
+    row_offsets,
+    spec_json,
+    transform_partition,
+)
 from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
 from .._validation import check_finite_rows
 from ..errors import Message, Param, PartitionError, PartitionInputError
@@ -169,15 +175,6 @@ def _partition_failure(exc, chunk, rows, path, attempts):
                           Message(" (or pass {} if the error is transient).",
                                   Param("retries", metavar="N")) if attempts == 1 else ".")
     return PartitionError(message, partition=chunk, rows=rows, attempts=attempts)
-
-
-def current_client():
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
 
 
 def _store_token(store) -> str:

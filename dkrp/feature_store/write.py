@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._blockwise import current_client
 from ..errors import FeatureStoreError
 from .fingerprint import (
     edge_rows_sha256,
@@ -57,7 +58,7 @@ from .format import (
     written_chunks,
 )
 from .plan import plan_features
-from .tasks import current_client, run_chunk_writes
+from .tasks import run_chunk_writes
 
 logger = logging.getLogger(__name__)
 
