@@ -8,6 +8,7 @@ import signal
 
 import click
 
+from ..demo import DEMO_DATASETS
 from ._group import as_click_errors, cluster_client, cluster_options, main
 
 
@@ -31,7 +32,7 @@ def _terminate_as_interrupt():
 
 @main.command(short_help="Compare KRP, RFF and raw linear SVMs on a dataset, end to end.")
 @click.option("--dataset",
-              type=click.Choice(["digits", "mnist", "fashion-mnist", "covtype", "w8a"]),
+              type=click.Choice(DEMO_DATASETS),
               default="digits", show_default=True,
               help="digits ships with scikit-learn; the others are read from DKRP_DATA_DIR.")
 @click.option("--workdir", type=click.Path(file_okay=False),
@@ -55,7 +56,7 @@ def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers
     """
     import time
 
-    from ..evaluation import run_demo
+    from ..demo import run_demo
 
     t0 = time.perf_counter()
 
