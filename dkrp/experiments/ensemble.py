@@ -87,7 +87,7 @@ def _baselines(ctx, common, data, gamma):
     X_train, y_train, X_test, y_test = data
     C = ctx.params["C"]
     for method, model in (("rbf-svm", SVC(kernel="rbf", gamma=gamma, C=C)),
-                          ("linear-svm-raw", LinearSVC(C=C))):
+                          ("linear-svm-raw", LinearSVC(C=C, random_state=0))):
         with timer() as t, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(X_train, y_train)

@@ -215,7 +215,7 @@ def _storage(ctx):
             scale = np.float32(0.5 / math.sqrt(m))
             B_train = spe.transform(X_train.astype(np.float32)) * scale
             B_test = spe.transform(X_test.astype(np.float32)) * scale
-            sketch_model = LinearSVC(C=C, max_iter=max_iter)
+            sketch_model = LinearSVC(C=C, max_iter=max_iter, random_state=seed)
             with timer() as t, warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)  # as linear_svm_accuracy
                 sketch_model.fit(B_train, y_train)
