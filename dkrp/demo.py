@@ -11,14 +11,15 @@ Nothing here prints: results come back as rows (dicts) for the caller to show.
 from __future__ import annotations
 
 import contextlib
+import math
 import tempfile
 import uuid
 from pathlib import Path
 
-import numpy as np
-
 from .errors import InvalidInputError
-from .evaluation import kernel_svm_accuracy, linear_svm_accuracy, timer
+
+# numpy, scikit-learn and the protocols are imported where the demo runs: `dkrp --help`
+# imports this module for DEMO_DATASETS and must stay light (tests/test_user_path.py)
 
 __all__ = ["DEMO_DATASETS", "DEMO_MAX_ITER", "load_demo_dataset", "run_demo"]
 
@@ -48,6 +49,7 @@ def load_demo_dataset(name="digits", *, max_train=None, max_test=None, seed=0):
     note : str
         What was used (sizes, scaling, subsampling).
     """
+    import numpy as np
     from sklearn.model_selection import train_test_split
 
     from . import datasets
@@ -94,6 +96,8 @@ def load_demo_dataset(name="digits", *, max_train=None, max_test=None, seed=0):
 def _subsample(X, y, n, seed):
     if n is None or X.shape[0] <= n:
         return X, y, False
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     idx = np.sort(rng.choice(X.shape[0], size=n, replace=False))
     return X[idx], y[idx], True
@@ -166,6 +170,9 @@ def run_demo(
         ``featurize_seconds``, ``train_seconds``, ``converged``, ``note``, and for feature maps
         ``store`` (the feature store path, or None once a temporary workdir is gone).
     """
+    import numpy as np
+
+    from .evaluation import kernel_svm_accuracy, linear_svm_accuracy, timer
     from .feature_store import open_features
     from .io import ingest
     from .jobs import featurize_to_store
@@ -244,7 +251,7 @@ def run_demo(
 
 def _chunk_rows(n):
     # a few row blocks per worker even for the small demo sets, so the cluster has work to share
-    return max(64, int(np.ceil(n / 8)))
+    return max(64, math.ceil(n / 8))
 
 
 def _row(model, n_features, result, featurize_seconds, note):
