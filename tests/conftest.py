@@ -184,12 +184,17 @@ def free_port() -> int:
 
 
 def stop_processes(procs, logs=()):
-    """Terminate real scheduler/worker subprocesses (last started first), then close logs."""
+    """Terminate real scheduler/worker subprocesses (last started first), then close logs.
+
+    A process still running 3 s after SIGTERM is killed: the tests own these processes and
+    check nothing of their shutdown, and a worker's graceful close (waiting on a scheduler
+    that is closing too) took 8 s of every such test's teardown.
+    """
     for p in reversed(procs):
         p.terminate()
     for p in reversed(procs):
         try:
-            p.wait(timeout=30)
+            p.wait(timeout=3)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()

@@ -215,7 +215,7 @@ class _FaultCluster:
         """The client, with both workers running (a fresh cluster if one never came)."""
         if self.client is None:
             self.start()
-        elif not _wait_for_two_workers(self.client):
+        elif not _wait_for_two_workers(self.client, timeout=10):  # the test waited already
             logging.getLogger(__name__).warning(
                 "fault_cluster: a worker never came back; starting a fresh cluster")
             self.close()
@@ -270,12 +270,15 @@ def _is_complete(path):
     return zarr.open_group(str(path), mode="r").attrs["complete"] is True
 
 
-def _wait_for_two_workers(client, timeout=90):
+def _wait_for_two_workers(client, timeout=30):
     """Wait for the nannies to replace killed workers; False if one did not come back.
 
     A test that killed a worker waits here, so the next test starts with two; it does
     not fail on a nanny that gave up (that is distributed's, not dkrp's, and the next
-    test's fixture starts a fresh cluster).
+    test's fixture starts a fresh cluster). A replacement registers in 2-5 s on 2 busy
+    cores; 30 s (with the fixture's 10 s after it) bounds what a nanny that gave up
+    costs: the 90 s this waited before took 180 s of a full-suite run (a wait in the
+    killing test, another in the next test's fixture).
     """
     from distributed.exceptions import WorkerStartTimeoutError
 
