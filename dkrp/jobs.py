@@ -211,63 +211,21 @@ def featurize_to_store(
         The output does not fit the disk, a task cannot fit a worker's memory, or the
         workers have no memory left to run a task.
     """
-    import dask.array as da
-
     from ._validation import check_integer
     from .feature_store import plan_features, write_plan
     from .feature_store.encoding import check_store_options
-    from .feature_store.plan import check_output_path
-    from .parallel import check_workers
-    from .preprocessing import check_options, describe, fit_scaled, sparse_refusal
+    from .preprocessing import check_options
 
     retries = check_integer("retries", retries, minimum=0)
     standardize, scale_rows = check_options(standardize, scale_rows)
     store = check_store_options(projector, bits=bits, store_dtype=store_dtype,
                                 compressor=compressor)
     fitted = hasattr(projector, "spec_checksum_")
-    if fitted and (standardize or scale_rows is not None):
-        asked = {"standardize": {}} if standardize else {}
-        asked.update({"scale_rows": scale_rows} if scale_rows is not None else {})
-        carried = getattr(projector, "preprocessing_", None)
-        if describe(asked) != describe(carried):
-            raise InvalidInputError(
-                f"The projector is fitted (scaling: {describe(carried)}) and is used as it "
-                f"is, never refitted; standardize/scale_rows ({describe(asked)}) apply only "
-                "to a projector fitted here. Drop them: a fitted map brings its own scaling."
-            )
-    if isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
-        # before the input is opened or anything is fitted: never write over the input
-        check_output_path(dest, input_path=source)
-    if isinstance(source, da.Array):
-        X = source
-    elif isinstance(source, (str, Path)) or hasattr(source, "__fspath__"):
-        from .io.inputs import open_labelled_input
-
-        X, opened, y = open_labelled_input(source)
-        provenance = opened if provenance is None else provenance
-        labels = y if labels is None else labels
-    else:
-        raise InvalidTypeError(
-            f"source must be a dataset store, .npy or Parquet path, or a dask array; got "
-            f"{type(source).__name__}. Wrap in-memory data with dask.array.from_array."
-        )
-    where = (provenance or {}).get("path") if isinstance(provenance, dict) else None
-    if X.shape[0] == 0:  # before any fit or cluster: plan_features would refuse it only then
-        raise InvalidInputError(
-            f"{where or 'X'} has no rows (shape {X.shape}): nothing to featurize."
-        )
-    # before the cluster starts and the store is created: the workers would refuse every row
-    refusal = sparse_refusal(X, standardize=standardize and not fitted, where=where or "X",
-                             prep=getattr(projector, "preprocessing_", None) if fitted else None)
-    if refusal:
-        raise InvalidInputError(refusal)
-
-    cluster = {"client": None if callable(client) else client}
-
-    def get_client():
-        if cluster["client"] is None and callable(client):
-            cluster["client"] = client()
-        return cluster["client"]
+    if fitted:
+        _refuse_scaling_of_a_fitted_map(projector, standardize, scale_rows)
+    X, provenance, labels = _open_source(source, dest, provenance, labels)
+    _refuse_before_the_cluster(X, projector, provenance, standardize=standardize and not fitted)
+    cluster = _LazyClient(client)
 
     size = size_job(X, projector, dest, dtype=dtype, chunk_rows=chunk_rows,
                     bits=store["bits"], store_dtype=store["store_dtype"], overwrite=overwrite)
@@ -277,20 +235,9 @@ def featurize_to_store(
     if on_size is not None:
         on_size(size, lambda: measure_featurize_rate(X, projector, dtype=dtype,
                                                      bits=store["bits"]))
-
     if not fitted:
-        if getattr(projector, "data_dependent", False) or standardize:
-            current = get_client()  # the pass over the input runs on the cluster
-            if on_fit is not None:
-                on_fit(projector, None)
-            t0 = time.perf_counter()
-            with _as_current(current):
-                fit_scaled(projector, X, standardize=standardize, scale_rows=scale_rows)
-            if on_fit is not None:
-                on_fit(projector, time.perf_counter() - t0)
-        else:  # the number of features (and one pass for gamma="scale")
-            with _as_current(cluster["client"]):
-                fit_scaled(projector, X, scale_rows=scale_rows)
+        _fit_here(projector, X, cluster, standardize=standardize, scale_rows=scale_rows,
+                  on_fit=on_fit)
 
     def make_plan(rows):
         return plan_features(X, projector, dest, overwrite=overwrite, dtype=dtype,
@@ -299,23 +246,142 @@ def featurize_to_store(
     plan = make_plan(chunk_rows)
     current = None
     if plan["action"] != "noop":
-        current = get_client()
-        # workers starved of memory first: they may not even answer the check
-        budget = (task_budget(current, type(projector).__module__)
-                  if current is not None else None)
-        if check and current is not None:
-            check_workers(current, projector)  # the same hyperplanes everywhere, or stop
-        if budget is not None and plan["task_memory"] > budget:
-            rows = _rows_for(plan, projector, budget)
-            if plan["action"] != "create" or chunk_rows is not None or rows is None:
-                raise CapacityError(_does_not_fit(plan, budget, rows))
-            logger.info("a task of %d rows needs %s, workers have %s: %d rows per chunk",
-                        plan["attrs"]["chunk_rows"], format_bytes(plan["task_memory"]),
-                        format_bytes(budget), rows)
-            plan = make_plan(rows)
+        current = cluster.get()
+        plan = _fit_the_workers(plan, make_plan, projector, current, check=check,
+                                chunk_rows=chunk_rows)
     if on_plan is not None:
         on_plan(plan)
+    # a map brought fitted (--like, --spec) was checked when it was fitted
+    check_scale = None
+    if not fitted and plan["action"] != "noop":
+        check_scale = _scale_checker(projector, on_warning)
+        if plan.get("edge_rows") is not None:
+            check_scale(*plan["edge_rows"])
+    summary = write_plan(plan, projector, client=current, progress=progress, retries=retries,
+                         on_edge_rows=check_scale)
+    return FeaturizeResult(summary, projector, plan["action"])
 
+
+class _LazyClient:
+    """The job's cluster: a client, or a zero-argument callable called on first use only
+    (a finished or mismatched store never starts one)."""
+
+    def __init__(self, client):
+        self._make = client if callable(client) else None
+        self.client = None if callable(client) else client
+
+    def get(self):
+        if self.client is None and self._make is not None:
+            self.client = self._make()
+        return self.client
+
+
+def _refuse_scaling_of_a_fitted_map(projector, standardize, scale_rows):
+    """A fitted projector brings its own scaling: other standardize/scale_rows are refused."""
+    from .preprocessing import describe
+
+    if not (standardize or scale_rows is not None):
+        return
+    asked = {"standardize": {}} if standardize else {}
+    asked.update({"scale_rows": scale_rows} if scale_rows is not None else {})
+    carried = getattr(projector, "preprocessing_", None)
+    if describe(asked) != describe(carried):
+        raise InvalidInputError(
+            f"The projector is fitted (scaling: {describe(carried)}) and is used as it "
+            f"is, never refitted; standardize/scale_rows ({describe(asked)}) apply only "
+            "to a projector fitted here. Drop them: a fitted map brings its own scaling."
+        )
+
+
+def _open_source(source, dest, provenance, labels):
+    """``(X, provenance, labels)`` of a path (its own provenance and labels unless given)
+    or a dask array; ``dest`` is checked not to write over a path input first."""
+    import dask.array as da
+
+    from .feature_store.plan import check_output_path
+
+    is_path = isinstance(source, (str, Path)) or hasattr(source, "__fspath__")
+    if is_path:
+        # before the input is opened or anything is fitted: never write over the input
+        check_output_path(dest, input_path=source)
+    if isinstance(source, da.Array):
+        return source, provenance, labels
+    if is_path:
+        from .io.inputs import open_labelled_input
+
+        X, opened, y = open_labelled_input(source)
+        return X, opened if provenance is None else provenance, y if labels is None else labels
+    raise InvalidTypeError(
+        f"source must be a dataset store, .npy or Parquet path, or a dask array; got "
+        f"{type(source).__name__}. Wrap in-memory data with dask.array.from_array."
+    )
+
+
+def _refuse_before_the_cluster(X, projector, provenance, *, standardize):
+    """No rows, or sparse rows the map would have to centre: refused before any fit,
+    cluster or store (plan_features would refuse no rows only then; the workers would
+    refuse every sparse row)."""
+    from .preprocessing import sparse_refusal
+
+    where = (provenance or {}).get("path") if isinstance(provenance, dict) else None
+    if X.shape[0] == 0:
+        raise InvalidInputError(
+            f"{where or 'X'} has no rows (shape {X.shape}): nothing to featurize."
+        )
+    fitted = hasattr(projector, "spec_checksum_")
+    refusal = sparse_refusal(X, standardize=standardize, where=where or "X",
+                             prep=getattr(projector, "preprocessing_", None) if fitted else None)
+    if refusal:
+        raise InvalidInputError(refusal)
+
+
+def _fit_here(projector, X, cluster, *, standardize, scale_rows, on_fit):
+    """Fit ``projector`` on ``X``: a data-dependent map (or standardize's statistics) in
+    a pass over the input on the cluster, reported through ``on_fit``; any other map
+    learns the number of features (and gamma="scale") without starting a cluster."""
+    from .preprocessing import fit_scaled
+
+    if not (getattr(projector, "data_dependent", False) or standardize):
+        with _as_current(cluster.client):
+            fit_scaled(projector, X, scale_rows=scale_rows)
+        return
+    current = cluster.get()  # the pass over the input runs on the cluster
+    if on_fit is not None:
+        on_fit(projector, None)
+    t0 = time.perf_counter()
+    with _as_current(current):
+        fit_scaled(projector, X, standardize=standardize, scale_rows=scale_rows)
+    if on_fit is not None:
+        on_fit(projector, time.perf_counter() - t0)
+
+
+def _fit_the_workers(plan, make_plan, projector, client, *, check, chunk_rows):
+    """The plan once the workers are known: starved workers refused, the hyperplanes
+    checked on every worker, and a new store's chunks made small enough for a task to
+    fit a worker's memory (a task that cannot fit otherwise is refused, naming the rows
+    that would)."""
+    from .parallel import check_workers
+
+    if client is None:
+        return plan
+    # workers starved of memory first: they may not even answer the check
+    budget = task_budget(client, type(projector).__module__)
+    if check:
+        check_workers(client, projector)  # the same hyperplanes everywhere, or stop
+    if budget is None or plan["task_memory"] <= budget:
+        return plan
+    rows = _rows_for(plan, projector, budget)
+    if plan["action"] != "create" or chunk_rows is not None or rows is None:
+        raise CapacityError(_does_not_fit(plan, budget, rows))
+    logger.info("a task of %d rows needs %s, workers have %s: %d rows per chunk",
+                plan["attrs"]["chunk_rows"], format_bytes(plan["task_memory"]),
+                format_bytes(budget), rows)
+    return make_plan(rows)
+
+
+def _scale_checker(projector, on_warning):
+    """``check(*rows)``: warn (``on_warning``, else the log) when the input's scale is
+    orders of magnitude from what the map expects; a courtesy that never stops a run."""
     def check_scale(*rows):
         from .methods import scale_warning
 
@@ -327,13 +393,7 @@ def featurize_to_store(
         if line is not None:
             (on_warning or logger.warning)(line)
 
-    # a map brought fitted (--like, --spec) was checked when it was fitted
-    checking = not fitted and plan["action"] != "noop"
-    if checking and plan.get("edge_rows") is not None:
-        check_scale(*plan["edge_rows"])
-    summary = write_plan(plan, projector, client=current, progress=progress, retries=retries,
-                         on_edge_rows=check_scale if checking else None)
-    return FeaturizeResult(summary, projector, plan["action"])
+    return check_scale
 
 
 def _as_current(client):
