@@ -480,47 +480,10 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
     chunk_rows = int(attrs["chunk_rows"])
     row_chunks = row_chunk_sizes(n_samples, chunk_rows)
     x_member = _member(group, "X", path)
-
     if attrs["storage"] == "dense":
-        if not isinstance(x_member, zarr.Array):
-            raise _corrupt(path, "'X' should be an array for dense storage")
-        if x_member.shape != (n_samples, n_features):
-            raise _corrupt(
-                path, f"X has shape {x_member.shape}, attributes say {(n_samples, n_features)}"
-            )
-        if x_member.chunks[0] != chunk_rows:
-            raise _corrupt(path, f"X has row chunks {x_member.chunks[0]}, expected {chunk_rows}")
-        check_chunks_present(x_member, path, "X")
-        X = read_checked(path, "X", "dataset", x_member,
-                         chunks=(chunk_rows, max(n_features, 1)))
+        X = _open_dense(path, x_member, n_samples, n_features, chunk_rows)
     elif attrs["storage"] == "csr":
-        if not isinstance(x_member, zarr.Group) or x_member.attrs.get("format") != "csr":
-            raise _corrupt(path, "'X' should be a group with attribute format='csr'")
-        n_blocks = len(row_chunks) if n_samples else 0
-        arrays = {}
-        for name, width in (("indptr", chunk_rows + 1), ("indices", None), ("data", None)):
-            arr = _member(x_member, name, path / "X")
-            if not isinstance(arr, zarr.Array) or arr.ndim != 2 or arr.shape[0] != n_blocks:
-                raise _corrupt(path, f"X/{name} should be a 2-D array with {n_blocks} rows")
-            if width is not None and arr.shape[1] != width:
-                raise _corrupt(path, f"X/{name} has width {arr.shape[1]}, expected {width}")
-            check_chunks_present(arr, path, f"X/{name}")
-            arrays[name] = arr
-        if arrays["data"].shape != arrays["indices"].shape:
-            raise _corrupt(path, "X/data and X/indices have different shapes")
-        dtype = arrays["data"].dtype
-        xpath = str(path / "X")
-        meta = sp.csr_matrix((0, n_features), dtype=dtype)
-        token = tokenize(str(path), attrs.get("source_sha256"), n_samples, n_features,
-                         chunk_rows, os.stat(path / "X" / "zarr.json").st_mtime_ns)
-        name = f"open-csr-{token}"
-        graph = {}
-        if n_blocks:
-            for b, rows in enumerate(row_chunks):
-                graph[(name, b, 0)] = (_read_csr_block, xpath, b, rows, n_features)
-        else:
-            graph[(name, 0, 0)] = (sp.csr_matrix, (0, n_features))
-        X = da.Array(graph, name, chunks=(row_chunks, (n_features,)), meta=meta, dtype=dtype)
+        X = _open_csr(path, attrs, x_member, n_samples, n_features, chunk_rows, row_chunks)
     else:
         raise _corrupt(path, f"unknown storage {attrs['storage']!r}")
 
@@ -532,6 +495,52 @@ def open_dataset(path, *, allow_incomplete: bool = False) -> Dataset:
         check_chunks_present(y_member, path, "y")
         y = read_checked(path, "y", "dataset", y_member, chunks=(chunk_rows,))
     return Dataset(X=X, y=y, attrs=attrs, path=path)
+
+
+def _open_dense(path, x_member, n_samples, n_features, chunk_rows):
+    """``X`` of a dense store, its shape, grid and chunk files checked first."""
+    if not isinstance(x_member, zarr.Array):
+        raise _corrupt(path, "'X' should be an array for dense storage")
+    if x_member.shape != (n_samples, n_features):
+        raise _corrupt(
+            path, f"X has shape {x_member.shape}, attributes say {(n_samples, n_features)}"
+        )
+    if x_member.chunks[0] != chunk_rows:
+        raise _corrupt(path, f"X has row chunks {x_member.chunks[0]}, expected {chunk_rows}")
+    check_chunks_present(x_member, path, "X")
+    return read_checked(path, "X", "dataset", x_member, chunks=(chunk_rows, max(n_features, 1)))
+
+
+def _open_csr(path, attrs, x_member, n_samples, n_features, chunk_rows, row_chunks):
+    """``X`` of a CSR store: one CSR block per row chunk, read lazily from its three
+    block arrays (``indptr``, ``indices``, ``data``), their shapes and files checked first."""
+    if not isinstance(x_member, zarr.Group) or x_member.attrs.get("format") != "csr":
+        raise _corrupt(path, "'X' should be a group with attribute format='csr'")
+    n_blocks = len(row_chunks) if n_samples else 0
+    arrays = {}
+    for name, width in (("indptr", chunk_rows + 1), ("indices", None), ("data", None)):
+        arr = _member(x_member, name, path / "X")
+        if not isinstance(arr, zarr.Array) or arr.ndim != 2 or arr.shape[0] != n_blocks:
+            raise _corrupt(path, f"X/{name} should be a 2-D array with {n_blocks} rows")
+        if width is not None and arr.shape[1] != width:
+            raise _corrupt(path, f"X/{name} has width {arr.shape[1]}, expected {width}")
+        check_chunks_present(arr, path, f"X/{name}")
+        arrays[name] = arr
+    if arrays["data"].shape != arrays["indices"].shape:
+        raise _corrupt(path, "X/data and X/indices have different shapes")
+    dtype = arrays["data"].dtype
+    xpath = str(path / "X")
+    meta = sp.csr_matrix((0, n_features), dtype=dtype)
+    token = tokenize(str(path), attrs.get("source_sha256"), n_samples, n_features,
+                     chunk_rows, os.stat(path / "X" / "zarr.json").st_mtime_ns)
+    name = f"open-csr-{token}"
+    graph = {}
+    if n_blocks:
+        for b, rows in enumerate(row_chunks):
+            graph[(name, b, 0)] = (_read_csr_block, xpath, b, rows, n_features)
+    else:
+        graph[(name, 0, 0)] = (sp.csr_matrix, (0, n_features))
+    return da.Array(graph, name, chunks=(row_chunks, (n_features,)), meta=meta, dtype=dtype)
 
 
 def _dataset_arrays(path, attrs) -> list[str]:
