@@ -163,6 +163,26 @@ def load_ensemble(manifest: dict, directory: Path):
     if Path(manifest["arrays_file"]).name != manifest["arrays_file"]:
         raise SpecError(f"arrays_file {manifest['arrays_file']!r} must be a file name in "
                         f"{directory}.")
+    arrays = _read_checked_arrays(npz_path, expected)
+    classes = arrays.get("classes")
+    if classes is None or classes.tolist() != classes_json:
+        raise SpecError(f"{npz_path} and {MANIFEST} disagree on the classes.")
+    params = _rebuilt_params(params)
+    est = _ESTIMATOR_CLASSES[ENSEMBLE_FORMAT](**params)
+    results = [_voter_result(arrays, npz_path, i, v) for i, v in enumerate(voters)]
+    est.n_features_in_ = n_features
+    est.seed_ = seed
+    est._set_voters(results, classes, None)
+    for pipe in est.estimators_:
+        if pipe[0].n_features_in_ != n_features or pipe[-1].coef_.shape[1] != \
+                pipe[0]._n_features_out:
+            raise SpecError(f"A voter in {directory} does not fit its feature counts.")
+    est.fit_seconds_ = float(manifest.get("fit_seconds", float("nan")))
+    return est
+
+
+def _read_checked_arrays(npz_path, expected) -> dict:
+    """The arrays of ``npz_path`` once its SHA-256 is the manifest's (no pickle)."""
     if not npz_path.is_file():
         raise FileNotFoundError(f"The ensemble's arrays file {npz_path} is missing.")
     actual = sha256_of_file(npz_path)
@@ -174,15 +194,16 @@ def load_ensemble(manifest: dict, directory: Path):
         )
     try:
         with open(npz_path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+            return {k: npz[k] for k in npz.files}
     except ValueError as exc:  # object arrays need pickle: refuse them
         raise SpecError(f"{npz_path} holds arrays that would need pickle: refused.") from exc
     except Exception as exc:  # noqa: BLE001 - a corrupt zip/npy
         raise SpecError(f"{npz_path} is not a readable .npz ({type(exc).__name__}: {exc}): "
                         "refused.") from exc
-    classes = arrays.get("classes")
-    if classes is None or classes.tolist() != classes_json:
-        raise SpecError(f"{npz_path} and {MANIFEST} disagree on the classes.")
+
+
+def _rebuilt_params(params) -> dict:
+    """The classifier's parameters with its map template and linear model rebuilt from JSON."""
     method = params.get("method")
     if isinstance(method, dict):
         from .._spec import registered_projectors
@@ -194,30 +215,22 @@ def load_ensemble(manifest: dict, directory: Path):
     estimator = params.get("estimator")
     if isinstance(estimator, dict):
         params["estimator"] = linear_model_class(estimator["class"])(**estimator["params"])
-    est = _ESTIMATOR_CLASSES[ENSEMBLE_FORMAT](**params)
-    results = []
-    for i, v in enumerate(voters):
-        try:
-            coef, intercept = arrays[f"coef_{i}"], arrays[f"intercept_{i}"]
-            vclasses = arrays[f"classes_{i}"]
-        except KeyError as exc:
-            raise SpecError(f"{npz_path} lacks the arrays of voter {i} ({exc}).") from exc
-        if coef.ndim != 2 or coef.dtype.kind != "f" or intercept.shape != (coef.shape[0],):
-            raise SpecError(f"Voter {i}'s arrays in {npz_path} have the wrong shapes.")
-        results.append({"index": i, "spec": v["projector"], "model_class": v["model_class"],
-                        "model_params": v["model_params"], "coef": coef,
-                        "intercept": intercept, "classes": vclasses,
-                        **{k: v["info"].get(k) for k in ("partition", "n_rows", "n_iter",
-                                                         "converged", "seconds", "worker")}})
-    est.n_features_in_ = n_features
-    est.seed_ = seed
-    est._set_voters(results, classes, None)
-    for pipe in est.estimators_:
-        if pipe[0].n_features_in_ != n_features or pipe[-1].coef_.shape[1] != \
-                pipe[0]._n_features_out:
-            raise SpecError(f"A voter in {directory} does not fit its feature counts.")
-    est.fit_seconds_ = float(manifest.get("fit_seconds", float("nan")))
-    return est
+    return params
 
+
+def _voter_result(arrays, npz_path, i, v) -> dict:
+    """Voter ``i``'s arrays and manifest entry, as the classifier keeps them."""
+    try:
+        coef, intercept = arrays[f"coef_{i}"], arrays[f"intercept_{i}"]
+        vclasses = arrays[f"classes_{i}"]
+    except KeyError as exc:
+        raise SpecError(f"{npz_path} lacks the arrays of voter {i} ({exc}).") from exc
+    if coef.ndim != 2 or coef.dtype.kind != "f" or intercept.shape != (coef.shape[0],):
+        raise SpecError(f"Voter {i}'s arrays in {npz_path} have the wrong shapes.")
+    return {"index": i, "spec": v["projector"], "model_class": v["model_class"],
+            "model_params": v["model_params"], "coef": coef, "intercept": intercept,
+            "classes": vclasses,
+            **{k: v["info"].get(k) for k in ("partition", "n_rows", "n_iter", "converged",
+                                             "seconds", "worker")}}
 
 register_format(ENSEMBLE_FORMAT, load_ensemble, MANIFEST)
