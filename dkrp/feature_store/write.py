@@ -193,7 +193,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
     """
     import zarr
 
-    from .._store import consolidate, write_attrs
+    from .._store import write_attrs
     from .._validation import check_integer
 
     retries = check_integer("retries", retries, minimum=0)
@@ -204,28 +204,7 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
     if plan["action"] == "noop":
         return _summary(path, attrs, t0, written=0, skipped=n_chunks)
     client = client if client is not None else current_client()
-    edges_later = fingerprint_pending(attrs)
-    if plan["action"] == "create":
-        if build.exists() and (build != path or plan.get("restart")):
-            # plan_features checked it is a feature store: a replacement left by another
-            # job, or one whose run was stopped before it recorded its input
-            logger.info("removing %s, %s", build, "a store of a run stopped before it "
-                        "recorded its input" if plan.get("restart") else
-                        "an unfinished replacement of another job")
-            shutil.rmtree(build)
-        elif build.exists():
-            build.rmdir()  # plan_features allows only an empty directory here
-        if edges_later and client is None:  # dask's local scheduler: read them now
-            rows = read_edge_rows(X)
-            attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(*rows)
-            edges_later = False
-            if on_edge_rows is not None:
-                on_edge_rows(*rows)
-        create_store(build, attrs)
-        done = np.zeros(n_chunks, dtype=bool)
-    else:
-        remove_partial_files(build)
-        done = written_chunks(build, n_chunks)  # a chunk file deleted since is redone
+    done, edges_later = _prepare_build(plan, build, path, attrs, X, client, on_edge_rows)
     if plan.get("labels") is not None:
         # before the first chunk (and on resume, if a killed run had not got to them yet)
         write_labels(build, plan["labels"], attrs["chunk_rows"])
@@ -259,6 +238,46 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
                 logger.info("%s: the input's first and last rows could not be read",
                             build, exc_info=True)
         raise
+    _complete(plan, build, path, attrs, X, n_chunks, record_edge_rows)
+    return _summary(path, attrs, t0, written=len(todo), skipped=skipped)
+
+
+def _prepare_build(plan, build, path, attrs, X, client, on_edge_rows):
+    """``(done, edges_later)``: a new store created at ``build`` (its input's edge rows read
+    first on dask's local scheduler), or a resumed one cleared of temporary files."""
+    n_chunks = attrs["n_chunks"]
+    edges_later = fingerprint_pending(attrs)
+    if plan["action"] == "create":
+        if build.exists() and (build != path or plan.get("restart")):
+            # plan_features checked it is a feature store: a replacement left by another
+            # job, or one whose run was stopped before it recorded its input
+            logger.info("removing %s, %s", build, "a store of a run stopped before it "
+                        "recorded its input" if plan.get("restart") else
+                        "an unfinished replacement of another job")
+            shutil.rmtree(build)
+        elif build.exists():
+            build.rmdir()  # plan_features allows only an empty directory here
+        if edges_later and client is None:  # dask's local scheduler: read them now
+            rows = read_edge_rows(X)
+            attrs["input"]["edge_rows_sha256"] = edge_rows_sha256(*rows)
+            edges_later = False
+            if on_edge_rows is not None:
+                on_edge_rows(*rows)
+        create_store(build, attrs)
+        done = np.zeros(n_chunks, dtype=bool)
+    else:
+        remove_partial_files(build)
+        done = written_chunks(build, n_chunks)  # a chunk file deleted since is redone
+    return done, edges_later
+
+
+def _complete(plan, build, path, attrs, X, n_chunks, record_edge_rows):
+    """Mark the store at ``build`` complete, last, and swap it in over ``path`` if it
+    replaces a store there."""
+    import zarr
+
+    from .._store import consolidate, write_attrs
+
     if fingerprint_pending(attrs):  # pragma: no cover - defensive: every chunk ran
         record_edge_rows(read_edge_rows_sha256(X))
 
@@ -272,7 +291,6 @@ def write_plan(plan, projector, *, client=None, progress=True, retries=0, on_edg
     write_attrs(group, final)  # the completion marker, last
     if plan.get("replace"):
         _swap_in(build, path)
-    return _summary(path, attrs, t0, written=len(todo), skipped=skipped)
 
 
 def _swap_in(build: Path, path: Path):
