@@ -254,8 +254,14 @@ def expected_attrs(projector, X, dtype, chunk_rows, fingerprint, *, bits=False,
 
 def resume_mismatches(old: dict, new: dict) -> list[str]:
     """Human-readable differences that forbid resuming ``old`` with ``new``."""
-    out = []
     old_spec, new_spec = old.get("spec") or {}, new["spec"]
+    return _spec_mismatches(old_spec, new_spec) + _store_mismatches(old, new)
+
+
+def _spec_mismatches(old_spec: dict, new_spec: dict) -> list:
+    """The projector's differences: class, parameters, scaling, then (only when those agree)
+    its checksum and its versioned behaviours, then its number of input features."""
+    out = []
     if old_spec.get("class") != new_spec["class"]:
         out.append(
             f"projector class: store {old_spec.get('class')!r}, this run {new_spec['class']!r}"
@@ -291,6 +297,14 @@ def resume_mismatches(old: dict, new: dict) -> list[str]:
             f"n_features_in: store {old_spec.get('n_features_in')}, this run "
             f"{new_spec['n_features_in']}"
         )
+    return out
+
+
+def _store_mismatches(old: dict, new: dict) -> list:
+    """The store's differences: shape and dtypes, encoding, compressor, input, format."""
+    out = []
+    old_params = (old.get("spec") or {}).get("params") or {}
+    new_params = new["spec"]["params"]
     for key in ("dtype", "n_samples", "n_components"):
         if old.get(key) != new[key] and (
                 key != "n_components" or old_params.get(key) == new_params.get(key)):
