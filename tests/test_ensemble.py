@@ -272,6 +272,38 @@ def test_save_load_gives_identical_predictions(digits, saved):
     assert np.array_equal(dkrp.load(path).predict(Xte), model.predict(Xte))
 
 
+def test_a_template_map_and_a_given_linear_model_load_as_they_were_saved(digits, tmp_path):
+    # a user who passed a configured map and classifier gets them back from the saved model,
+    # not the JSON they were written as (get_params, clone(...).fit and printing need them)
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, n_components=40, random_state=5,
+        method=dkrp.RandomFourierFeatures(kernel="laplacian", gamma=0.05),
+        estimator=LogisticRegression(C=0.5, max_iter=300)).fit(Xtr, ytr)
+    model.save(tmp_path / "m")
+    loaded = dkrp.load(tmp_path / "m")
+    assert type(loaded.method) is dkrp.RandomFourierFeatures
+    assert loaded.method.get_params() == model.method.get_params()
+    assert type(loaded.estimator) is LogisticRegression
+    assert loaded.estimator.get_params() == model.estimator.get_params()
+    assert np.array_equal(loaded.predict(Xte), model.predict(Xte))
+    refit = clone(loaded).fit(Xtr, ytr)  # as scikit-learn's model selection would
+    assert np.array_equal(refit.predict(Xte), model.predict(Xte))
+
+    manifest = json.loads((tmp_path / "m" / "dkrp.json").read_text())
+    for field, name, message in (
+            ("method", "NoSuchMap", "Unknown projector class 'NoSuchMap'"),
+            ("estimator", "NoSuchModel", "Unknown linear model 'NoSuchModel'")):
+        edited = json.loads(json.dumps(manifest))
+        edited["params"][field]["class"] = name
+        (tmp_path / "m" / "dkrp.json").write_text(json.dumps(edited))
+        with pytest.raises(SpecError, match=message):
+            dkrp.load(tmp_path / "m")
+
+
 @pytest.mark.parametrize("name, content", [("dkrp.json", '{"format": "mine"}'),
                                            ("dkrp.json", "not json"),
                                            ("voters.npz", "a user's file")])
