@@ -268,24 +268,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     check_output_path(path, input_path=input_path)
     options = check_store_options(projector, bits=bits, store_dtype=store_dtype,
                                   compressor=compressor)
-    X, out_dtype = prepare_input(X, projector, dtype=dtype)
-    if X.shape[0] == 0:  # it would make a "complete" store of nothing
-        raise InvalidInputError(f"{input_path or 'X'} has no rows (shape {X.shape}): nothing to "
-                                "featurize.")
-    if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
-        raise InvalidInputError(
-            f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
-            f"X has {X.shape[0]} rows: one label per row is needed.")
-    # a new store records the input's edge rows as its run's first tasks read them
-    # (write_plan): nothing exists here to compare them with
-    edges_later = fingerprint is None and not any(
-        p.exists() or p.is_symlink() for p in (path, overwrite_sibling(path)))
-    edge_rows = None
-    if fingerprint is None:
-        fingerprint = input_fingerprint(X, source=source, edge_rows=False)
-        if not edges_later:
-            edge_rows = read_edge_rows(X)  # kept for the plan's caller (its scale check)
-            fingerprint["edge_rows_sha256"] = edge_rows_sha256(*edge_rows)
+    X, out_dtype = _checked_input(X, projector, dtype, labels, input_path)
+    fingerprint, edge_rows = _fingerprint(X, source, fingerprint, path)
     k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
     stored_row = row_bytes(k, out_dtype, bits=options["bits"],
                            store_dtype=options["store_dtype"])
@@ -330,15 +314,8 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if not problems and moved not in (None, fingerprint.get("source_path")):
         logger.info("%s: its input, made from %s, is read from %s (the same content)",
                     path, moved, fingerprint.get("source_path"))
-    started = int(old.get("chunk_rows", 0)) if old is not None else None
-    if not overwrite and problems == [_chunk_rows_problem(started, new_rows)]:
-        raise FeatureStoreMismatchError(chunk_rows_refusal(path, started, new_rows))
     if problems and not overwrite:
-        raise FeatureStoreMismatchError(Message(
-            "The feature store {} was made by another run: {}. Nothing was changed. Use "
-            "another output path, or pass {} to replace it (the new store is built beside it "
-            "and replaces it only once complete).", path, Message.join("; ", problems),
-            Param("overwrite", True)), problems=problems)
+        _refuse(path, old, problems, new_rows)
     sibling = overwrite_sibling(path)
     if overwrite and (problems or (old is None and sibling.exists())):
         # build the replacement beside the store; resume one that a killed run of this
@@ -353,15 +330,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             logger.info("discarding %s, a replacement left by another job: %s", sibling,
                         "; ".join(problems))
             old = None
-    n_chunks = attrs["n_chunks"]
-    if old is None:
-        action, missing = "create", n_chunks
-    else:
-        if "compressor" not in old:
-            del attrs["compressor"]  # a store written before it was recorded: unknown
-        missing = int((~written_chunks(build, n_chunks)).sum())  # a deleted chunk is redone
-        finished = old.get("complete") is True and missing == 0
-        action = "noop" if finished and not replace else "resume"
+    action, missing = _action(old, attrs, build, replace)
     memory = task_memory(attrs["chunk_rows"], X.shape[1], X.dtype.itemsize, k, itemsize,
                          model_bytes(projector))
     if labels is not None:
@@ -372,6 +341,62 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
             "store": store, "missing": missing,
             "task_memory": memory, "labels": labels, "edge_rows": edge_rows,
             "seconds": time.perf_counter() - t0}
+
+
+def _checked_input(X, projector, dtype, labels, input_path):
+    """``(X, compute dtype)`` validated for ``projector``, with rows, and one label per row."""
+    X, out_dtype = prepare_input(X, projector, dtype=dtype)
+    if X.shape[0] == 0:  # it would make a "complete" store of nothing
+        raise InvalidInputError(f"{input_path or 'X'} has no rows (shape {X.shape}): nothing to "
+                                "featurize.")
+    if labels is not None and tuple(getattr(labels, "shape", (len(labels),))) != (X.shape[0],):
+        raise InvalidInputError(
+            f"labels have shape {getattr(labels, 'shape', (len(labels),))}, but "
+            f"X has {X.shape[0]} rows: one label per row is needed.")
+    return X, out_dtype
+
+
+def _fingerprint(X, source, fingerprint, path):
+    """``(fingerprint, edge_rows)`` of the input: the one given, else computed here.
+
+    A new store records the input's edge rows as its run's first tasks read them
+    (write_plan): nothing exists here to compare them with, so they are not read here
+    (``edge_rows_sha256`` None); with a store (or its replacement) at ``path`` they are,
+    and kept for the plan's caller (its scale check).
+    """
+    if fingerprint is not None:
+        return fingerprint, None
+    fingerprint = input_fingerprint(X, source=source, edge_rows=False)
+    if not any(p.exists() or p.is_symlink() for p in (path, overwrite_sibling(path))):
+        return fingerprint, None
+    edge_rows = read_edge_rows(X)
+    fingerprint["edge_rows_sha256"] = edge_rows_sha256(*edge_rows)
+    return fingerprint, edge_rows
+
+
+def _refuse(path, old, problems, new_rows):
+    """Refuse a run over a store made by another run: an explicit ``chunk_rows`` alone
+    gets its own message (how to resume), anything else names every difference."""
+    started = int(old.get("chunk_rows", 0)) if old is not None else None
+    if problems == [_chunk_rows_problem(started, new_rows)]:
+        raise FeatureStoreMismatchError(chunk_rows_refusal(path, started, new_rows))
+    raise FeatureStoreMismatchError(Message(
+        "The feature store {} was made by another run: {}. Nothing was changed. Use "
+        "another output path, or pass {} to replace it (the new store is built beside it "
+        "and replaces it only once complete).", path, Message.join("; ", problems),
+        Param("overwrite", True)), problems=problems)
+
+
+def _action(old, attrs, build, replace):
+    """``(action, missing chunks)``: create a new store, resume one, or nothing to do."""
+    n_chunks = attrs["n_chunks"]
+    if old is None:
+        return "create", n_chunks
+    if "compressor" not in old:
+        del attrs["compressor"]  # a store written before it was recorded: unknown
+    missing = int((~written_chunks(build, n_chunks)).sum())  # a deleted chunk is redone
+    finished = old.get("complete") is True and missing == 0
+    return ("noop" if finished and not replace else "resume"), missing
 
 
 def _content_identity(old, fingerprint, source):
