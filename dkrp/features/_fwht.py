@@ -102,7 +102,7 @@ TILE = 32
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
-def _fwht_tile(buf, signs):
+def _fwht_tile(buf, signs):  # noqa: C901 - see _gather_products
     """:func:`_fwht_inplace` on every column of ``signs[:, None] * buf`` (D × TILE).
 
     The ±1 ``signs`` are applied in the first sweep (a product by ±1 is exact: the

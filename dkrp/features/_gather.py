@@ -21,8 +21,10 @@ __all__ = ["gather_products", "TILE"]
 TILE = 32
 
 
+# noqa below: a hot @njit kernel whose speed (benchmarks/RESULTS.md) and bits (golden tests)
+# are pinned; it is not split until a benchmark shows the split costs nothing (issue 31)
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def _gather_products(projections, indices, degree, scale, out, out_row0):
+def _gather_products(projections, indices, degree, scale, out, out_row0):  # noqa: C901
     n_rows, pool = projections.shape
     n_components, width = indices.shape
     n_terms = width // degree
