@@ -391,6 +391,29 @@ def test_truncated_or_edited_files_are_refused(saved, tmp_path):
         dkrp.load(tmp_path)
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda a: a.pop("coef_1"), "lacks the arrays of voter 1"),
+    (lambda a: a.pop("classes_1"), "lacks the arrays of voter 1"),
+    (lambda a: a.update(coef_1=a["coef_1"][0]), "Voter 1's arrays .* have the wrong shapes"),
+    (lambda a: a.update(coef_1=a["coef_1"].astype(np.int64)),
+     "Voter 1's arrays .* have the wrong shapes"),
+    (lambda a: a.update(intercept_1=a["intercept_1"][:-1]),
+     "Voter 1's arrays .* have the wrong shapes"),
+])
+def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit, message):
+    # a voters.npz rewritten by another tool (its SHA-256 updated to match): each voter's
+    # arrays are checked before they become a model, naming the voter
+    _, path = saved
+    bad = _copy(path, tmp_path / "bad")
+    with np.load(bad / "voters.npz", allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    edit(arrays)
+    np.savez(bad / "voters.npz", **arrays)
+    _rewrite_sha(bad)
+    with pytest.raises(SpecError, match=message):
+        dkrp.load(bad)
+
+
 # -- bad input -----------------------------------------------------------------------------
 
 
