@@ -317,7 +317,7 @@ def rebuild(spec, *, verify=True):
             raise SpecError(f"The spec of {name} carries no learnt arrays.")
         est._set_state_arrays({k: decode_array(v) for k, v in arrays.items()})
     else:
-        est._fit_state(None, n_features)
+        est._draw_state(None, n_features)
     if prep is not None:
         from .preprocessing import check_preprocessing
 

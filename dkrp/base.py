@@ -18,7 +18,8 @@ A new map implements only its mathematics:
   them and the input width (e.g. a resolved density);
 * ``_fit_state(X, n_features)``: draw the state from ``self.seed_`` (``X`` is the
   training input — ndarray, CSR or dask array — on ``fit``, and None on
-  ``fit_n_features`` and on rebuild from a spec) and set ``n_components_``;
+  ``fit_n_features`` and on rebuild from a spec); a seeded map's ``n_components_`` is
+  its ``n_components``, set before this is called (a data-dependent map sets its own);
 * ``_state_arrays()``: the arrays whose checksum identifies the map (declared once
   as :attr:`~BaseProjector.learnt_arrays` for data-dependent maps);
 * ``_transform_array(X)``: map a validated float32/float64 block (ndarray or CSR);
@@ -112,6 +113,12 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def _fit_state(self, X, n_features):  # pragma: no cover - abstract
         """Draw (or learn from ``X``, which is None for data-independent maps) the state."""
         raise NotImplementedError
+
+    def _draw_state(self, X, n_features):
+        """``_fit_state``, a seeded map's ``n_components_`` set first (on fit and rebuild)."""
+        if not self.data_dependent:
+            self.n_components_ = self.n_components
+        self._fit_state(X, n_features)
 
     def _state_arrays(self) -> dict:
         """Arrays (float64 master copies) whose checksum identifies the fitted map.
@@ -237,7 +244,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self._cache = {}
         self._resolve_params(n_features)
         self.seed_ = resolve_seed(self.random_state)
-        self._fit_state(X, n_features)
+        self._draw_state(X, n_features)
         self.spec_checksum_ = _spec.state_checksum(self)
         return self
 

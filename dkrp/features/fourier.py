@@ -241,7 +241,6 @@ class RandomFourierFeatures(BaseProjector):
                 else math.sqrt(2.0 * gamma) * structured_pool(self.pool_signs_, m, n_features)
             )
         self.random_offset_ = draw_phases(self.seed_, self.feature_map, m)
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         if self.pool != "structured":

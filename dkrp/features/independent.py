@@ -134,7 +134,6 @@ class IndependentPolynomialProjection(BaseProjector):
         n_rows = self.n_components * self.n_terms * self.degree
         sampler = hyperplane_sampler(self.distribution, n_features, self.density_)
         self.hyperplanes_ = draw_rows(self.seed_, "independent", n_rows, sampler)
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         return {"hyperplanes": self.hyperplanes_}

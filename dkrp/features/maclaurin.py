@@ -220,7 +220,6 @@ class RandomMaclaurin(BaseProjector):
         log_w = {int(n): 0.5 * (self._log_coefficient(int(n)) - self._log_q(int(n)))
                  for n in np.unique(self.orders_)}
         self.coefficients_ = np.array([math.exp(log_w[int(n)]) for n in self.orders_])
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         return {"orders": self.orders_, "hyperplanes": self.hyperplanes_}

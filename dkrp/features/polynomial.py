@@ -270,7 +270,6 @@ class PolynomialRandomProjection(BaseProjector):
             )
         else:
             self.hyperplane_indices_ = balanced_indices(self.seed_, self.n_components, width, p)
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         if self.pool != "structured":
@@ -414,7 +413,8 @@ class ExplicitPolynomialProjection(BaseProjector):
         return hyperplane_sampler(self.distribution, self.n_components, self.density_)
 
     def _fit_state(self, X, n_features):
-        self.n_components_ = self.n_components
+        """Nothing is drawn at fit: the hyperplanes over the d^g explicit features are drawn
+        in blocks where they are used."""
 
     def _state_arrays(self):
         first = draw_block(self.seed_, self._STREAMS[self.form], 0, self.n_explicit_features_,

@@ -300,7 +300,6 @@ class SignProductEmbedding(BaseProjector):
             self.seed_, "rop", 2 * self.n_components,
             lambda rng, n: rng.standard_normal((n, n_features)),
         )
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         return {"hyperplanes": self.hyperplanes_}

@@ -211,7 +211,6 @@ class SphericalRandomFeatures(BaseProjector):
         m = self._n_frequencies
         self.random_weights_ = draw_rows(self.seed_, "frequencies", m, sample)
         self.random_offset_ = draw_phases(self.seed_, self.feature_map, m)
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         surrogate = np.concatenate([self.surrogate_["sigma"], self.surrogate_["coef"]])

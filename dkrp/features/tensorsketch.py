@@ -137,7 +137,6 @@ class TensorSketch(BaseProjector):
 
         self.index_hash_ = draw_rows(self.seed_, "hash_index", self.degree, index_sampler)
         self.sign_hash_ = draw_rows(self.seed_, "hash_sign", self.degree, sign_sampler)
-        self.n_components_ = self.n_components
 
     def _state_arrays(self):
         return {"index_hash": self.index_hash_, "sign_hash": self.sign_hash_}
