@@ -264,6 +264,8 @@ def test_save_load_gives_identical_predictions(digits, saved):
     assert np.array_equal(loaded.predict_voters(Xte), model.predict_voters(Xte))
     assert _same_coefs(loaded, model)
     assert loaded.get_params() == model.get_params() | {"random_state": 5}
+    # what each voter's training was (rows, iterations, convergence, time, worker) too
+    assert loaded.voter_info_ == model.voter_info_
     assert dkrp.load(path / "dkrp.json").predict(Xte[:5]).tolist() == \
         model.predict(Xte[:5]).tolist()
     with pytest.raises(FileExistsError, match="overwrite"):
