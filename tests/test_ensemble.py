@@ -264,8 +264,10 @@ def test_save_load_gives_identical_predictions(digits, saved):
     assert np.array_equal(loaded.predict_voters(Xte), model.predict_voters(Xte))
     assert _same_coefs(loaded, model)
     assert loaded.get_params() == model.get_params() | {"random_state": 5}
-    # what each voter's training was (rows, iterations, convergence, time, worker) too
+    # what each voter's training was (rows, iterations, convergence, time, worker) too,
+    # and the seed the voters' seeds came from (a refit with it trains the same voters)
     assert loaded.voter_info_ == model.voter_info_
+    assert loaded.seed_ == model.seed_ == 5
     assert dkrp.load(path / "dkrp.json").predict(Xte[:5]).tolist() == \
         model.predict(Xte[:5]).tolist()
     with pytest.raises(FileExistsError, match="overwrite"):
@@ -391,6 +393,34 @@ def test_truncated_or_edited_files_are_refused(saved, tmp_path):
     assert zipfile.is_zipfile(path / "voters.npz")  # the original is untouched
     with pytest.raises(FileNotFoundError, match="no saved dkrp model"):
         dkrp.load(tmp_path)
+
+
+def _edit_manifest(path, edit):
+    manifest = json.loads((path / "dkrp.json").read_text())
+    edit(manifest)
+    (path / "dkrp.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("edit, message", [
+    # a model saved by a newer dkrp: the versions are named
+    (lambda m: m.update(format_version=99),
+     r"^Unsupported ensemble format_version 99; this dkrp reads 1\.$"),
+    # a manifest cut short (a copy interrupted, an editor): the missing field is named
+    (lambda m: m.pop("voters"),
+     r"dkrp\.json is not a complete ensemble manifest \(KeyError: 'voters'\)\.$"),
+    (lambda m: m.update(seed="five"),
+     r"dkrp\.json is not a complete ensemble manifest \(ValueError: .*'five'"),
+    # the arrays file must sit beside the manifest: a path is never followed out of it
+    (lambda m: m.update(arrays_file="../voters.npz"),
+     r"^arrays_file '\.\./voters\.npz' must be a file name in .*bad\.$"),
+])
+def test_a_manifest_from_elsewhere_is_refused_naming_what_is_wrong(saved, tmp_path, edit,
+                                                                    message):
+    _, path = saved
+    bad = _copy(path, tmp_path / "bad")
+    _edit_manifest(bad, edit)
+    with pytest.raises(SpecError, match=message):
+        dkrp.load(bad)
 
 
 @pytest.mark.parametrize("edit, message", [
