@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from ._blockwise import (
     spec_json,
     transform_partition,
 )
+from ._resources import available_cpus, available_memory
 from ._spec import rebuild
 from .errors import ClusterError, InvalidInputError, SpecError
 
@@ -47,13 +47,6 @@ __all__ = [
 # -- clusters --------------------------------------------------------------------------
 
 
-def available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def start_local_cluster(
     n_workers=None, threads_per_worker=None, memory_limit="auto", processes=True, **kwargs
 ):
@@ -62,12 +55,14 @@ def start_local_cluster(
     Parameters
     ----------
     n_workers : int, optional
-        Default: one worker process per CPU this process may use.
+        Default: one worker process per CPU this process may use (inside a SLURM job,
+        per CPU of the job's allocation: :func:`dkrp._resources.available_cpus`).
     threads_per_worker : int, optional
         Default 1: parallelism comes from processes, and each task then runs its
         GEMM and gather on its own share of the CPUs.
     memory_limit : str, float or int, default="auto"
-        Per worker (``"auto"`` divides the machine's memory among workers).
+        Per worker (``"auto"`` divides the machine's memory among workers; inside a
+        SLURM job, the job's memory: :func:`dkrp._resources.available_memory`).
     processes : bool, default=True
     **kwargs
         Passed to ``distributed.LocalCluster``.
@@ -93,6 +88,10 @@ def start_local_cluster(
         threads_per_worker = 1 if processes else cpus
     n_workers, threads_per_worker = int(n_workers), int(threads_per_worker)
     share = max(1, cpus // max(1, n_workers)) if processes else cpus
+    allocated = available_memory()
+    if memory_limit == "auto" and allocated is not None:
+        # distributed's "auto" divides the node's memory, not the job's
+        memory_limit = allocated // (n_workers if processes else 1)
     options = dict(
         n_workers=n_workers,
         threads_per_worker=threads_per_worker,
