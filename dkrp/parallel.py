@@ -2,6 +2,7 @@
 
 * :func:`start_local_cluster` and :func:`connect` start or attach to a cluster;
   every socket of an embedded cluster is bound to 127.0.0.1.
+* :func:`start_slurm_cluster` starts workers as SLURM jobs (dask-jobqueue), TLS on.
 * :func:`check_workers` verifies that every worker regenerates the same
   hyperplanes as the client (same numpy, same dkrp).
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 
 import numpy as np
 
@@ -38,6 +40,7 @@ __all__ = [
     "row_offsets",
     "transform_partition",
     "start_local_cluster",
+    "start_slurm_cluster",
     "connect",
     "check_workers",
     "spec_json",
@@ -173,14 +176,155 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
+#: Where :func:`start_slurm_cluster` writes the temporary TLS certificates of the workers
+#: when the dask config names no ``jobqueue.slurm.shared-temp-directory``: the home
+#: directory, which compute nodes see on most clusters.
+SLURM_TLS_DIRECTORY = "~/.dkrp-dask-tls"
+
+#: Lines every worker job runs before its workers start: one thread per worker process
+#: (dkrp's transforms and the BLAS pools), so tasks never oversubscribe a node.
+SLURM_JOB_PROLOGUE = ("export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1",
+                      "export DKRP_NUM_THREADS=1")
+
+
+def slurm_cluster_options(**overrides) -> dict:
+    """Keyword arguments of ``dask_jobqueue.SLURMCluster`` for dkrp's workers.
+
+    The job's size, queue, account, walltime, interface and the like come from the
+    dask config (``jobqueue.slurm.*``, e.g. ``~/.config/dask/jobqueue.yaml`` or
+    ``DASK_JOBQUEUE__SLURM__CORES=8``), as for any dask-jobqueue cluster; dkrp adds:
+
+    * ``security=True``: temporary TLS certificates, so the scheduler listens on
+      ``tls://`` and only this client and its workers can talk to it. The workers'
+      certificates are written to ``jobqueue.slurm.shared-temp-directory``, else
+      :data:`SLURM_TLS_DIRECTORY` (it must be on a file system the compute nodes see);
+    * one single-threaded worker process per core (``processes = cores`` unless the
+      config says otherwise) and :data:`SLURM_JOB_PROLOGUE`;
+    * the scheduler's dashboard on 127.0.0.1 (reach it through ``ssh -L``) unless the
+      config's ``scheduler-options`` place it.
+
+    Parameters
+    ----------
+    **overrides
+        Keyword arguments of ``SLURMCluster``, taking precedence over all of the above.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ClusterError
+        The dask config gives no job size (``cores`` and ``memory``).
+    """
+    import dask
+
+    def config(key):  # dask.config.get reads DASK_JOBQUEUE__SLURM__SHARED_TEMP_DIRECTORY too
+        return dask.config.get(f"jobqueue.slurm.{key}", None)
+
+    cores = overrides.get("cores", config("cores"))
+    if not cores or not overrides.get("memory", config("memory")):
+        raise ClusterError(
+            "Workers as SLURM jobs need the size of a job: set jobqueue.slurm.cores and "
+            "jobqueue.slurm.memory in the dask config (~/.config/dask/jobqueue.yaml, or "
+            "DASK_JOBQUEUE__SLURM__CORES=8 DASK_JOBQUEUE__SLURM__MEMORY=32GiB).")
+    tls_directory = os.path.expanduser(config("shared-temp-directory")
+                                       or SLURM_TLS_DIRECTORY)
+    os.makedirs(tls_directory, mode=0o700, exist_ok=True)
+    scheduler_options = {"dashboard_address": "127.0.0.1:0",
+                         **(config("scheduler-options") or {})}
+    options = dict(
+        cores=int(cores),
+        processes=config("processes") or int(cores),
+        security=True,
+        shared_temp_directory=tls_directory,
+        job_script_prologue=[*(config("job-script-prologue") or []),
+                             *SLURM_JOB_PROLOGUE],
+        scheduler_options=scheduler_options,
+    )
+    options.update(overrides)
+    return options
+
+
+#: Seconds :func:`start_slurm_cluster` gives sbatch to accept the worker jobs.
+SLURM_SUBMIT_WAIT = 30.0
+
+
+def start_slurm_cluster(jobs, wait=None, **overrides):
+    """Start a dask-jobqueue ``SLURMCluster`` of ``jobs`` worker jobs (TLS on) and wait
+    for their workers.
+
+    Parameters
+    ----------
+    jobs : int
+        SLURM jobs to submit, each of ``cores`` single-threaded worker processes.
+    wait : float, optional
+        Seconds to wait for every job's workers once the first has joined (default:
+        the dask config ``dkrp.worker-wait``, 60 s); then the work starts with those
+        up, and the others join as they start. The first is waited for as long as the
+        queue takes.
+    **overrides
+        Keyword arguments of ``SLURMCluster`` (see :func:`slurm_cluster_options`).
+
+    Returns
+    -------
+    dask_jobqueue.SLURMCluster
+        Close it (or use it as a context manager) to cancel its jobs.
+
+    Raises
+    ------
+    ImportError
+        dask-jobqueue is not installed (the ``slurm`` extra).
+    ClusterError
+        No job size in the dask config, or ``sbatch`` refused the jobs.
+    """
+    import time
+
+    import dask
+
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError as exc:
+        raise ImportError("Workers as SLURM jobs need dask-jobqueue: pip install "
+                          "'dkrp[slurm]'.") from exc
+    if wait is None:
+        wait = float(dask.config.get("dkrp.worker-wait", 60.0))
+    options = slurm_cluster_options(**overrides)
+    cluster = SLURMCluster(**options)
+    try:
+        cluster.scale(jobs=int(jobs))
+        wanted = int(jobs) * int(options["processes"])
+        logger.info("submitting %d SLURM job(s) of %d worker(s); waiting for them", jobs,
+                    options["processes"])
+        submitted_by = time.monotonic() + SLURM_SUBMIT_WAIT
+        while not cluster.scheduler_info.get("workers"):
+            # dask-jobqueue submits in the background and only logs a refused sbatch
+            if not cluster.workers and time.monotonic() > submitted_by:
+                raise ClusterError(
+                    f"sbatch submitted none of the {jobs} worker job(s) in "
+                    f"{SLURM_SUBMIT_WAIT:.0f} s (its error is logged above; check the "
+                    "jobqueue.slurm settings of the dask config: queue, account, memory).")
+            time.sleep(0.2)
+        deadline = time.monotonic() + wait
+        while (len(cluster.scheduler_info.get("workers", {})) < wanted
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
 @contextlib.contextmanager
 def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=None,
-            threads_per_worker=None):
+            threads_per_worker=None, jobqueue=None, jobs=None):
     """Context manager giving a ``distributed.Client``.
 
-    Attach to ``scheduler`` (an address) or ``scheduler_file``; with neither, start
-    an embedded :func:`start_local_cluster` sized to the machine and close it on
-    exit. Security (TLS) settings come from ``dask.config``
+    Attach to ``scheduler`` (an address) or ``scheduler_file``; with ``jobqueue="slurm"``,
+    start ``jobs`` worker jobs (:func:`start_slurm_cluster`) and cancel them on exit;
+    with none of these, start an embedded :func:`start_local_cluster` sized to the
+    machine (or to the SLURM job it runs in) and close it on exit. Security (TLS)
+    settings of a running scheduler come from ``dask.config``
     (``distributed.comm.tls.*``), as for any ``Client``.
 
     Yields
@@ -191,6 +335,19 @@ def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=No
 
     if scheduler is not None and scheduler_file is not None:
         raise InvalidInputError("Give scheduler or scheduler_file, not both.")
+    if jobqueue is not None:
+        if jobqueue != "slurm":
+            raise InvalidInputError(f"jobqueue must be 'slurm', got {jobqueue!r}.")
+        if scheduler is not None or scheduler_file is not None or n_workers is not None \
+                or memory_limit is not None:
+            raise InvalidInputError(
+                "jobqueue starts its own workers; it cannot be used with scheduler, "
+                "scheduler_file, n_workers or memory_limit (a job's size is in the dask "
+                "config: jobqueue.slurm.cores, jobqueue.slurm.memory).")
+        with start_slurm_cluster(1 if jobs is None else jobs) as cluster, \
+                Client(cluster) as client:
+            yield client
+        return
     if (scheduler is not None or scheduler_file is not None) and (
         n_workers is not None or memory_limit is not None
     ):
