@@ -158,8 +158,8 @@ def test_sbatch_featurize_writes_the_in_memory_transform_byte_for_byte(featurize
                                      random_state=4).fit(X)
     expected = krp.transform(da.from_array(X, chunks=(256, -1))).compute(scheduler="sync")
     features = open_features(store)
-    assert features.spec["checksum"] == krp.spec_checksum_  # the same spec
     assert features.Z.compute().tobytes() == expected.tobytes()
+    assert features.spec["checksum"] == krp.spec_checksum_  # the same spec
 
 
 def test_a_job_smaller_than_the_machine_sizes_dkrp_to_its_allocation(slurm, tmp_path):
