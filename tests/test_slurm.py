@@ -243,7 +243,7 @@ def _labelled(where, name, X, y):
     return where / f"{name}.zarr"
 
 
-def test_an_ensemble_trained_by_sbatch_predicts_what_one_trained_in_process_does(
+def test_ensembles_trained_by_sbatch_predict_what_one_trained_in_process_does(
         slurm, tmp_path):
     import zarr
 
@@ -255,9 +255,18 @@ def test_an_ensemble_trained_by_sbatch_predicts_what_one_trained_in_process_does
     train, test = _labelled(tmp_path, "train", X[:300], y[:300]), \
         _labelled(tmp_path, "test", X[300:], y[300:])
     options = ("--voters", "3", "--n-components", "40", "--gamma", "0.5", "--seed", "5")
-    job, output = _run_job(slurm, tmp_path, *SMALL, str(SLURM_DIR / "train.sbatch"),
-                           str(train), "--out", "model", *options, "--quiet")
-    assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), output
+    # the sbatch script, and beside it (2 CPUs: both run at once) the pipeline script
+    # unchanged in a job
+    pipeline = REPO_ROOT / "pipelines" / "train_ensemble.py"
+    jobs = [_sbatch(slurm, tmp_path, *SMALL, str(SLURM_DIR / "train.sbatch"), str(train),
+                    "--out", "model", *options, "--quiet"),
+            _sbatch(slurm, tmp_path, *SMALL, "--wrap", f'exec "$DKRP_PYTHON" {pipeline} '
+                    f'{train} --test {test} --out pipeline-model {" ".join(options)} --quiet')]
+    for job_id in jobs:
+        job = _wait(slurm, job_id)
+        output = Path(job["StdOut"]).read_text()
+        assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), output
+    assert "REPORT {" in output
     job, output = _run_job(slurm, tmp_path, *SMALL, str(SLURM_DIR / "predict.sbatch"),
                            "model", str(test), "--out", "pred.zarr")
     assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), output
@@ -267,6 +276,7 @@ def test_an_ensemble_trained_by_sbatch_predicts_what_one_trained_in_process_does
     predicted = np.asarray(zarr.open_array(str(tmp_path / "pred.zarr" / "y_pred"), mode="r")[:])
     np.testing.assert_array_equal(predicted, in_process.predict(X[300:]))
     np.testing.assert_array_equal(load(tmp_path / "model").predict(X[300:]), predicted)
+    np.testing.assert_array_equal(load(tmp_path / "pipeline-model").predict(X[300:]), predicted)
 
 
 def test_a_job_with_bad_input_fails_with_the_one_line_error_in_its_output(slurm, tmp_path):
