@@ -126,6 +126,17 @@ def _n_done(store) -> int:
     return sum(name.isdigit() for name in os.listdir(folder)) if folder.is_dir() else 0
 
 
+def _input_recorded(store) -> bool:
+    """Whether the run writing ``store`` has recorded its input's fingerprint (on a
+    cluster, once its first and last chunks are back): until then a stopped run's store
+    is not tied to an input, and the next run starts it again rather than resuming."""
+    try:
+        attrs = json.loads((Path(store) / "zarr.json").read_text())["attributes"]
+    except (FileNotFoundError, KeyError, ValueError):  # not there yet, or being replaced
+        return False
+    return bool(attrs.get("input", {}).get("edge_rows_sha256"))
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     """A dense dataset store of 40 chunks of 256 rows x 16 features, and its array."""
@@ -217,9 +228,9 @@ def test_scancel_mid_run_then_the_same_sbatch_resumes_byte_identically(
                *FEATURIZE)
     job_id = _sbatch(slurm, tmp_path, *command)
     out = tmp_path / "out.zarr"
-    # the kill point is data-driven: 3 chunks done
+    # the kill point is data-driven: the input recorded and 3 chunks done
     deadline = time.monotonic() + 180
-    while _n_done(out) < 3:
+    while _n_done(out) < 3 or not _input_recorded(out):
         state = _job(slurm, job_id)["JobState"]
         assert state not in FINISHED, (state, Path(_job(slurm, job_id)["StdOut"]).read_text())
         assert time.monotonic() < deadline, "no progress"
