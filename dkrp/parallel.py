@@ -291,6 +291,9 @@ def start_slurm_cluster(jobs, wait=None, **overrides):
         wait = float(dask.config.get("dkrp.worker-wait", 60.0))
     options = slurm_cluster_options(**overrides)
     cluster = SLURMCluster(**options)
+    refused = _RefusedJobs()
+    tornado_log = logging.getLogger("tornado.application")
+    tornado_log.addFilter(refused)
     try:
         cluster.scale(jobs=int(jobs))
         wanted = int(jobs) * int(options["processes"])
@@ -298,21 +301,66 @@ def start_slurm_cluster(jobs, wait=None, **overrides):
                     options["processes"])
         submitted_by = time.monotonic() + SLURM_SUBMIT_WAIT
         while not cluster.scheduler_info.get("workers"):
-            # dask-jobqueue submits in the background and only logs a refused sbatch
-            if not cluster.workers and time.monotonic() > submitted_by:
+            # a job object joins cluster.workers once sbatch has answered, with a job id
+            # if it was accepted
+            started = list(cluster.workers.values())
+            accepted = [job for job in started if getattr(job, "job_id", None)]
+            if (started and not accepted) or (not started and time.monotonic() > submitted_by):
                 raise ClusterError(
-                    f"sbatch submitted none of the {jobs} worker job(s) in "
-                    f"{SLURM_SUBMIT_WAIT:.0f} s (its error is logged above; check the "
-                    "jobqueue.slurm settings of the dask config: queue, account, memory).")
+                    f"sbatch refused dkrp's worker jobs: {refused.message or 'no answer in '}"
+                    f"{'' if refused.message else f'{SLURM_SUBMIT_WAIT:.0f} s'}. Check the "
+                    "jobqueue.slurm settings of the dask config (queue, account, memory, "
+                    "walltime).")
             time.sleep(0.2)
         deadline = time.monotonic() + wait
         while (len(cluster.scheduler_info.get("workers", {})) < wanted
                and time.monotonic() < deadline):
             time.sleep(0.2)
     except BaseException:
-        cluster.close()
+        _close_refused(cluster)
         raise
+    finally:
+        tornado_log.removeFilter(refused)
     return cluster
+
+
+def _close_refused(cluster):
+    """Close a cluster that failed to start, cancelling the jobs it did submit.
+
+    A job sbatch refused stays in the cluster, never started, and distributed's close
+    asserts that every worker it created was started (distributed 2026.8,
+    ``SpecCluster._close``): those are dropped first (``_created`` is that record).
+    """
+    for name, job in list(cluster.workers.items()):
+        if not getattr(job, "job_id", None):
+            cluster.workers.pop(name)
+            cluster.worker_spec.pop(name, None)
+            getattr(cluster, "_created", set()).discard(job)
+    try:
+        cluster.close()
+    except Exception:  # noqa: BLE001 - the error that stopped the start is the one to report
+        logger.warning("closing the SLURM cluster that failed to start", exc_info=True)
+
+
+class _RefusedJobs(logging.Filter):
+    """Keeps sbatch's message when it refuses a dask-jobqueue job, and drops the record.
+
+    dask-jobqueue submits jobs in the event loop, where a refused ``sbatch`` only becomes
+    a logged ``RuntimeError`` with a traceback (``Command exited with non-zero exit
+    code ... stderr: sbatch: error: ...``); :func:`start_slurm_cluster` reports it as one
+    line instead.
+    """
+
+    message = ""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        text = str(exc) if isinstance(exc, RuntimeError) else ""
+        if "Command exited with non-zero exit code" not in text:
+            return True
+        stderr = text.split("stderr:", 1)[-1]
+        self.message = "; ".join(line.strip() for line in stderr.splitlines() if line.strip())
+        return False
 
 
 @contextlib.contextmanager

@@ -299,3 +299,20 @@ def test_a_job_with_bad_input_fails_with_the_one_line_error_in_its_output(slurm,
     assert len(lines) == 1 and lines[0].startswith("Error: "), output
     assert "x.npy" in lines[0] and "Traceback" not in output
     assert not (tmp_path / "out.zarr").exists()
+
+
+def test_worker_jobs_sbatch_refuses_end_the_command_with_sbatchs_one_line_error(
+        slurm, dataset, tmp_path):
+    env = {**slurm, "DASK_JOBQUEUE__SLURM__CORES": "1", "DASK_JOBQUEUE__SLURM__MEMORY": "1GiB",
+           "DASK_JOBQUEUE__SLURM__INTERFACE": "lo", "DASK_JOBQUEUE__SLURM__QUEUE": "nosuch",
+           "DASK_JOBQUEUE__SLURM__SHARED_TEMP_DIRECTORY": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "dkrp", "featurize", str(dataset[0]), str(tmp_path / "j.zarr"),
+         *FEATURIZE, "--jobqueue", "slurm"], env=env, capture_output=True, text=True,
+        timeout=120)
+    assert run.returncode == 1
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("Error: sbatch refused dkrp's worker jobs: sbatch: error: "
+                               "invalid partition specified: nosuch"), lines[0]
+    assert not (tmp_path / "j.zarr").exists()
