@@ -7,9 +7,10 @@ against each other, and it makes every block's bits independent of how many
 threads run: a block is always computed by one thread with one-thread BLAS.
 
 The thread count is ``DKRP_NUM_THREADS`` if set, else the CPUs this process may
-use; :func:`limit_threads` overrides it for the calling thread (the distributed
-path uses it to give each Dask task its worker's share: ``DKRP_NUM_THREADS`` divided
-among the worker's task threads, or one thread per task when it is not set).
+use (in a SLURM job, its allocation's: :func:`dkrp._resources.available_cpus`);
+:func:`limit_threads` overrides it for the calling thread (the distributed path uses it
+to give each Dask task its worker's share: ``DKRP_NUM_THREADS`` divided among the
+worker's task threads, or one thread per task when it is not set).
 
 :func:`scratch` hands each thread a work array it keeps between blocks. Allocating a
 fresh one per block costs a page fault per 4 KiB in a Dask worker: distributed sets
@@ -105,10 +106,9 @@ def num_threads() -> int:
     env = configured_threads()
     if env is not None:
         return env
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    from ._resources import available_cpus
+
+    return available_cpus()
 
 
 @contextlib.contextmanager

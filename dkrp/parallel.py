@@ -2,6 +2,7 @@
 
 * :func:`start_local_cluster` and :func:`connect` start or attach to a cluster;
   every socket of an embedded cluster is bound to 127.0.0.1.
+* :func:`start_slurm_cluster` starts workers as SLURM jobs (dask-jobqueue), TLS on.
 * :func:`check_workers` verifies that every worker regenerates the same
   hyperplanes as the client (same numpy, same dkrp).
 
@@ -26,6 +27,7 @@ from ._blockwise import (
     spec_json,
     transform_partition,
 )
+from ._resources import available_cpus, available_memory
 from ._spec import rebuild
 from .errors import ClusterError, InvalidInputError, SpecError
 
@@ -38,6 +40,7 @@ __all__ = [
     "row_offsets",
     "transform_partition",
     "start_local_cluster",
+    "start_slurm_cluster",
     "connect",
     "check_workers",
     "spec_json",
@@ -45,13 +48,6 @@ __all__ = [
 
 
 # -- clusters --------------------------------------------------------------------------
-
-
-def available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def start_local_cluster(
@@ -62,12 +58,14 @@ def start_local_cluster(
     Parameters
     ----------
     n_workers : int, optional
-        Default: one worker process per CPU this process may use.
+        Default: one worker process per CPU this process may use (inside a SLURM job,
+        per CPU of the job's allocation: :func:`dkrp._resources.available_cpus`).
     threads_per_worker : int, optional
         Default 1: parallelism comes from processes, and each task then runs its
         GEMM and gather on its own share of the CPUs.
     memory_limit : str, float or int, default="auto"
-        Per worker (``"auto"`` divides the machine's memory among workers).
+        Per worker (``"auto"`` divides the machine's memory among workers; inside a
+        SLURM job, the job's memory: :func:`dkrp._resources.available_memory`).
     processes : bool, default=True
     **kwargs
         Passed to ``distributed.LocalCluster``.
@@ -93,6 +91,10 @@ def start_local_cluster(
         threads_per_worker = 1 if processes else cpus
     n_workers, threads_per_worker = int(n_workers), int(threads_per_worker)
     share = max(1, cpus // max(1, n_workers)) if processes else cpus
+    allocated = available_memory()
+    if memory_limit == "auto" and allocated is not None:
+        # distributed's "auto" divides the node's memory, not the job's
+        memory_limit = allocated // (n_workers if processes else 1)
     options = dict(
         n_workers=n_workers,
         threads_per_worker=threads_per_worker,
@@ -174,14 +176,203 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
+#: Where :func:`start_slurm_cluster` writes the temporary TLS certificates of the workers
+#: when the dask config names no ``jobqueue.slurm.shared-temp-directory``: the home
+#: directory, which compute nodes see on most clusters.
+SLURM_TLS_DIRECTORY = "~/.dkrp-dask-tls"
+
+#: Lines every worker job runs before its workers start: one thread per worker process
+#: (dkrp's transforms and the BLAS pools), so tasks never oversubscribe a node.
+SLURM_JOB_PROLOGUE = ("export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1",
+                      "export DKRP_NUM_THREADS=1")
+
+
+def slurm_cluster_options(**overrides) -> dict:
+    """Keyword arguments of ``dask_jobqueue.SLURMCluster`` for dkrp's workers.
+
+    The job's size, queue, account, walltime, interface and the like come from the
+    dask config (``jobqueue.slurm.*``, e.g. ``~/.config/dask/jobqueue.yaml`` or
+    ``DASK_JOBQUEUE__SLURM__CORES=8``), as for any dask-jobqueue cluster; dkrp adds:
+
+    * ``security=True``: temporary TLS certificates, so the scheduler listens on
+      ``tls://`` and only this client and its workers can talk to it. The workers'
+      certificates are written to ``jobqueue.slurm.shared-temp-directory``, else
+      :data:`SLURM_TLS_DIRECTORY` (it must be on a file system the compute nodes see);
+    * one single-threaded worker process per core (``processes = cores`` unless the
+      config says otherwise) and :data:`SLURM_JOB_PROLOGUE`;
+    * the scheduler's dashboard on 127.0.0.1 (reach it through ``ssh -L``) unless the
+      config's ``scheduler-options`` place it.
+
+    Parameters
+    ----------
+    **overrides
+        Keyword arguments of ``SLURMCluster``, taking precedence over all of the above.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ClusterError
+        The dask config gives no job size (``cores`` and ``memory``).
+    """
+    import dask
+
+    def config(key):  # dask.config.get reads DASK_JOBQUEUE__SLURM__SHARED_TEMP_DIRECTORY too
+        return dask.config.get(f"jobqueue.slurm.{key}", None)
+
+    cores = overrides.get("cores", config("cores"))
+    if not cores or not overrides.get("memory", config("memory")):
+        raise ClusterError(
+            "Workers as SLURM jobs need the size of a job: set jobqueue.slurm.cores and "
+            "jobqueue.slurm.memory in the dask config (~/.config/dask/jobqueue.yaml, or "
+            "DASK_JOBQUEUE__SLURM__CORES=8 DASK_JOBQUEUE__SLURM__MEMORY=32GiB).")
+    tls_directory = os.path.expanduser(config("shared-temp-directory")
+                                       or SLURM_TLS_DIRECTORY)
+    os.makedirs(tls_directory, mode=0o700, exist_ok=True)
+    scheduler_options = {"dashboard_address": "127.0.0.1:0",
+                         **(config("scheduler-options") or {})}
+    options = dict(
+        cores=int(cores),
+        processes=config("processes") or int(cores),
+        security=True,
+        shared_temp_directory=tls_directory,
+        job_script_prologue=[*(config("job-script-prologue") or []),
+                             *SLURM_JOB_PROLOGUE],
+        scheduler_options=scheduler_options,
+    )
+    options.update(overrides)
+    return options
+
+
+#: Seconds :func:`start_slurm_cluster` gives sbatch to accept the worker jobs.
+SLURM_SUBMIT_WAIT = 30.0
+
+
+def start_slurm_cluster(jobs, wait=None, **overrides):
+    """Start a dask-jobqueue ``SLURMCluster`` of ``jobs`` worker jobs (TLS on) and wait
+    for their workers.
+
+    Parameters
+    ----------
+    jobs : int
+        SLURM jobs to submit, each of ``cores`` single-threaded worker processes.
+    wait : float, optional
+        Seconds to wait for every job's workers once the first has joined (default:
+        the dask config ``dkrp.worker-wait``, 60 s); then the work starts with those
+        up, and the others join as they start. The first is waited for as long as the
+        queue takes.
+    **overrides
+        Keyword arguments of ``SLURMCluster`` (see :func:`slurm_cluster_options`).
+
+    Returns
+    -------
+    dask_jobqueue.SLURMCluster
+        Close it (or use it as a context manager) to cancel its jobs.
+
+    Raises
+    ------
+    ImportError
+        dask-jobqueue is not installed (the ``slurm`` extra).
+    ClusterError
+        No job size in the dask config, or ``sbatch`` refused the jobs.
+    """
+    import time
+
+    import dask
+
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError as exc:
+        raise ImportError("Workers as SLURM jobs need dask-jobqueue: pip install "
+                          "'dkrp[slurm]'.") from exc
+    if wait is None:
+        wait = float(dask.config.get("dkrp.worker-wait", 60.0))
+    options = slurm_cluster_options(**overrides)
+    cluster = SLURMCluster(**options)
+    refused = _RefusedJobs()
+    tornado_log = logging.getLogger("tornado.application")
+    tornado_log.addFilter(refused)
+    try:
+        cluster.scale(jobs=int(jobs))
+        wanted = int(jobs) * int(options["processes"])
+        logger.info("submitting %d SLURM job(s) of %d worker(s); waiting for them", jobs,
+                    options["processes"])
+        submitted_by = time.monotonic() + SLURM_SUBMIT_WAIT
+        while not cluster.scheduler_info.get("workers"):
+            # a job object joins cluster.workers once sbatch has answered, with a job id
+            # if it was accepted
+            started = list(cluster.workers.values())
+            accepted = [job for job in started if getattr(job, "job_id", None)]
+            if (started and not accepted) or (not started and time.monotonic() > submitted_by):
+                raise ClusterError(
+                    f"sbatch refused dkrp's worker jobs: {refused.message or 'no answer in '}"
+                    f"{'' if refused.message else f'{SLURM_SUBMIT_WAIT:.0f} s'}. Check the "
+                    "jobqueue.slurm settings of the dask config (queue, account, memory, "
+                    "walltime).")
+            time.sleep(0.2)
+        deadline = time.monotonic() + wait
+        while (len(cluster.scheduler_info.get("workers", {})) < wanted
+               and time.monotonic() < deadline):
+            time.sleep(0.2)
+    except BaseException:
+        _close_refused(cluster)
+        raise
+    finally:
+        tornado_log.removeFilter(refused)
+    return cluster
+
+
+def _close_refused(cluster):
+    """Close a cluster that failed to start, cancelling the jobs it did submit.
+
+    A job sbatch refused stays in the cluster, never started, and distributed's close
+    asserts that every worker it created was started (distributed 2026.8,
+    ``SpecCluster._close``): those are dropped first (``_created`` is that record).
+    """
+    for name, job in list(cluster.workers.items()):
+        if not getattr(job, "job_id", None):
+            cluster.workers.pop(name)
+            cluster.worker_spec.pop(name, None)
+            getattr(cluster, "_created", set()).discard(job)
+    try:
+        cluster.close()
+    except Exception:  # noqa: BLE001 - the error that stopped the start is the one to report
+        logger.warning("closing the SLURM cluster that failed to start", exc_info=True)
+
+
+class _RefusedJobs(logging.Filter):
+    """Keeps sbatch's message when it refuses a dask-jobqueue job, and drops the record.
+
+    dask-jobqueue submits jobs in the event loop, where a refused ``sbatch`` only becomes
+    a logged ``RuntimeError`` with a traceback (``Command exited with non-zero exit
+    code ... stderr: sbatch: error: ...``); :func:`start_slurm_cluster` reports it as one
+    line instead.
+    """
+
+    message = ""
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        text = str(exc) if isinstance(exc, RuntimeError) else ""
+        if "Command exited with non-zero exit code" not in text:
+            return True
+        stderr = text.split("stderr:", 1)[-1]
+        self.message = "; ".join(line.strip() for line in stderr.splitlines() if line.strip())
+        return False
+
+
 @contextlib.contextmanager
 def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=None,
-            threads_per_worker=None):
+            threads_per_worker=None, jobqueue=None, jobs=None):
     """Context manager giving a ``distributed.Client``.
 
-    Attach to ``scheduler`` (an address) or ``scheduler_file``; with neither, start
-    an embedded :func:`start_local_cluster` sized to the machine and close it on
-    exit. Security (TLS) settings come from ``dask.config``
+    Attach to ``scheduler`` (an address) or ``scheduler_file``; with ``jobqueue="slurm"``,
+    start ``jobs`` worker jobs (:func:`start_slurm_cluster`) and cancel them on exit;
+    with none of these, start an embedded :func:`start_local_cluster` sized to the
+    machine (or to the SLURM job it runs in) and close it on exit. Security (TLS)
+    settings of a running scheduler come from ``dask.config``
     (``distributed.comm.tls.*``), as for any ``Client``.
 
     Yields
@@ -192,6 +383,19 @@ def connect(scheduler=None, scheduler_file=None, n_workers=None, memory_limit=No
 
     if scheduler is not None and scheduler_file is not None:
         raise InvalidInputError("Give scheduler or scheduler_file, not both.")
+    if jobqueue is not None:
+        if jobqueue != "slurm":
+            raise InvalidInputError(f"jobqueue must be 'slurm', got {jobqueue!r}.")
+        if scheduler is not None or scheduler_file is not None or n_workers is not None \
+                or memory_limit is not None:
+            raise InvalidInputError(
+                "jobqueue starts its own workers; it cannot be used with scheduler, "
+                "scheduler_file, n_workers or memory_limit (a job's size is in the dask "
+                "config: jobqueue.slurm.cores, jobqueue.slurm.memory).")
+        with start_slurm_cluster(1 if jobs is None else jobs) as cluster, \
+                Client(cluster) as client:
+            yield client
+        return
     if (scheduler is not None or scheduler_file is not None) and (
         n_workers is not None or memory_limit is not None
     ):

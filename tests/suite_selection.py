@@ -8,7 +8,8 @@ reads the real datasets runs with ``--full`` (CI runs that).
 
 A test is in the full suite when
 
-* it carries one of :data:`FULL_MARKS` (``slow``, ``cluster``, ``data`` or ``full``), or
+* it carries one of :data:`FULL_MARKS` (``slow``, ``cluster``, ``data``, ``slurm`` or
+  ``full``), or
 * :func:`function_reasons` finds that it, a fixture it uses or a function it calls
   (transitively, within its module and ``conftest.py``) starts a process (``subprocess``,
   ``Popen``, a ``LocalCluster`` / ``start_local_cluster`` without ``processes=False``,
@@ -35,7 +36,7 @@ from pathlib import Path
 import pytest
 
 #: Marks that put a test in the full suite only.
-FULL_MARKS = ("full", "slow", "cluster", "data")
+FULL_MARKS = ("full", "slow", "cluster", "data", "slurm")
 
 _SUBPROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
 _PROCESS_CONSTRUCTORS = {"Popen", "Process", "ProcessPoolExecutor", "Pool", "SpecCluster",

@@ -1,32 +1,23 @@
 """The SLURM job script dkrp submits: TLS, one thread per worker process, the environment.
 
 ``SLURMCluster(...).job_script()`` needs no SLURM: it starts a scheduler here (bound to
-127.0.0.1 in this test) and renders the ``sbatch`` script its workers would run.
+127.0.0.1 in this test) and renders the ``sbatch`` script its workers would run
+(tests/test_slurm.py submits such jobs to a real SLURM).
 """
-
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is the slurm extra")
 pytest.importorskip("cryptography", reason="security=True makes temporary TLS certificates")
 
-SLURM_PY = Path(__file__).resolve().parents[1] / "cluster" / "slurm.py"
-
-
-def _slurm_module():
-    spec = importlib.util.spec_from_file_location("dkrp_cluster_slurm", SLURM_PY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_slurm_job_script_has_tls_one_thread_per_worker_and_the_environment(tmp_path):
     from dask_jobqueue import SLURMCluster
 
-    slurm = _slurm_module()
-    options = slurm.cluster_options("gpu", "proj42", "02:00:00",
+    from dkrp.parallel import slurm_cluster_options
+
+    options = slurm_cluster_options(queue="gpu", account="proj42", walltime="02:00:00",
+                                    cores=8, memory="32GiB",
                                     scheduler_options={"host": "127.0.0.1",
                                                        "dashboard_address": "127.0.0.1:0"},
                                     log_directory=str(tmp_path / "logs"),

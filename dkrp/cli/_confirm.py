@@ -70,10 +70,14 @@ def format_duration(seconds) -> str:
 
 def embedded_cores(scheduler, scheduler_file, n_workers) -> int | None:
     """Cores the embedded cluster will have (one thread per worker process), or None
-    when the job goes to a running scheduler (its cores are known once connected)."""
+    when the job goes to a running scheduler or to batch-job workers (``--jobqueue``):
+    their cores are known once connected."""
     import dask
 
-    if scheduler or scheduler_file or dask.config.get("scheduler-address", None):
+    from ._group import jobqueue_options
+
+    if (scheduler or scheduler_file or dask.config.get("scheduler-address", None)
+            or jobqueue_options()[0]):
         return None
     from ..parallel import available_cpus
 

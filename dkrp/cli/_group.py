@@ -5,8 +5,9 @@ error that reaches the command line: a user's error (a :class:`dkrp.errors.DkrpE
 a file or operating-system error) becomes one or two lines (the parameters a library
 message names spelled as the command's flags; ``-v`` adds the traceback), and anything
 else is a bug in dkrp, shown with its traceback and a request to report it. The cluster
-options (``--scheduler``, ``--scheduler-file``, ``--n-workers``, ``--memory-limit``) and
-the client they open, and the parsing of number-or-word options (``--gamma scale``).
+options (``--scheduler``, ``--scheduler-file``, ``--n-workers``, ``--memory-limit``,
+``--jobqueue``, ``--jobs``) and the client they open, and the parsing of
+number-or-word options (``--gamma scale``).
 The commands live in the sibling modules and register themselves on ``main``.
 """
 
@@ -146,7 +147,26 @@ def as_click_errors():
         raise click.ClickException(cli_wording(render_message(exc))) from exc
 
 
+#: Where ``--jobqueue``/``--jobs`` keep their values in the click context's ``meta``: every
+#: command reads them through :func:`cluster_client`, none takes them as parameters.
+JOBQUEUE_META = "dkrp.jobqueue"
+
+
+def _keep_jobqueue(ctx, param, value):
+    ctx.meta.setdefault(JOBQUEUE_META, {})[param.name] = value
+    return value
+
+
+def jobqueue_options(ctx=None) -> tuple:
+    """``(--jobqueue, --jobs)`` of the command running (``(None, None)`` outside one)."""
+    ctx = ctx or click.get_current_context(silent=True)
+    given = ctx.meta.get(JOBQUEUE_META, {}) if ctx is not None else {}
+    return given.get("jobqueue"), given.get("jobs")
+
+
 def cluster_options(func):
+    """The cluster options of a command. ``--jobqueue``/``--jobs`` are not passed to the
+    command: :func:`cluster_client` reads them (:func:`jobqueue_options`)."""
     options = [
         click.option("--scheduler", metavar="ADDRESS",
                      help="Address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 "
@@ -157,6 +177,14 @@ def cluster_options(func):
                      help="Worker processes of the embedded cluster (default: one per CPU)."),
         click.option("--memory-limit",
                      help="Memory limit per embedded worker, e.g. 4GiB (default: auto)."),
+        click.option("--jobqueue", type=click.Choice(["slurm"]), expose_value=False,
+                     callback=_keep_jobqueue,
+                     help="Start the workers as batch jobs (dask-jobqueue, TLS on): --jobs "
+                          "jobs of the size the dask config sets (jobqueue.slurm.cores, "
+                          ".memory, .queue...; see cluster/slurm/README.md)."),
+        click.option("--jobs", type=click.IntRange(min=1), expose_value=False,
+                     callback=_keep_jobqueue,
+                     help="Batch jobs of workers to start with --jobqueue.  [default: 1]"),
     ]
     for option in reversed(options):
         func = option(func)
@@ -176,13 +204,25 @@ def cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet=Fal
             "--n-workers/--memory-limit size the embedded cluster; drop them when using "
             "--scheduler or --scheduler-file."
         )
+    jobqueue, jobs = jobqueue_options()
+    if jobs is not None and jobqueue is None:
+        raise click.UsageError("--jobs counts the batch jobs of --jobqueue; add --jobqueue "
+                               "slurm, or drop --jobs.")
+    if jobqueue is not None and (scheduler or scheduler_file or n_workers or memory_limit):
+        raise click.UsageError(
+            "--jobqueue starts its own workers; drop --scheduler, --scheduler-file, "
+            "--n-workers and --memory-limit (a job's size is in the dask config: "
+            "jobqueue.slurm.cores, jobqueue.slurm.memory).")
     connected = False
     try:
         _drop_distributed_cancel_race()
         with connect(scheduler=scheduler, scheduler_file=scheduler_file, n_workers=n_workers,
-                     memory_limit=memory_limit) as client:
+                     memory_limit=memory_limit, jobqueue=jobqueue, jobs=jobs) as client:
             connected = True
-            embedded = not (scheduler or scheduler_file)
+            embedded = not (scheduler or scheduler_file or jobqueue)
+            if jobqueue and not quiet:
+                click.echo(f"dask dashboard: {client.dashboard_link} ({len(client.nthreads())} "
+                           f"workers in {jobs or 1} {jobqueue} job(s))", err=True)
             if embedded and not _verbosity():
                 # a task's error reaches this process and is reported in one line
                 from .._worker_signals import QuietTaskFailures

@@ -152,8 +152,6 @@ def fit_partition(X, y, voters, client, report, dask_input, run, *, voting, clas
     :func:`train_voter` results of the voters of ``run.todo`` and the blockwise
     estimator.
     """
-    import os
-
     import dask
     import dask.array as da
 
@@ -174,7 +172,9 @@ def fit_partition(X, y, voters, client, report, dask_input, run, *, voting, clas
         return f"partition {i}, rows {offsets[i]}..{offsets[i] + X.chunks[0][i] - 1}"
 
     if client is None:
-        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        from .._resources import available_cpus
+
+        with ThreadPoolExecutor(available_cpus()) as pool:
             futures = {pool.submit(dask.compute, tasks[i], scheduler="sync"): i
                        for i in run.todo}
             return _collect_local(futures, run, report, total, where,
