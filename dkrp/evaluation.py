@@ -30,6 +30,20 @@ __all__ = [
 
 
 
+#: Names that moved to :mod:`dkrp.demo` (0.2.x): still found here, with a warning.
+_MOVED_TO_DEMO = ("DEMO_DATASETS", "DEMO_MAX_ITER", "load_demo_dataset", "run_demo")
+
+
+def __getattr__(name):
+    if name in _MOVED_TO_DEMO:
+        import importlib
+        import warnings
+
+        warnings.warn(f"dkrp.evaluation.{name} moved to dkrp.demo.{name}; import it from "
+                      "there.", FutureWarning, stacklevel=2)
+        return getattr(importlib.import_module("dkrp.demo"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 @contextlib.contextmanager
 def timer():
     box = {}

@@ -270,3 +270,15 @@ def test_the_demo_in_a_temporary_directory_removes_it_and_names_no_store(tmp_pat
 
     assert dkrp.from_spec(seen["spec"]).get_params() == expected.get_params()
     assert [r["converged"] for r in rows] == [False, False, False]
+
+
+def test_the_demo_names_moved_out_of_evaluation_are_still_found_there_with_a_warning():
+    # code written against 0.2.0 imported the demo from dkrp.evaluation
+    import dkrp.demo
+    import dkrp.evaluation
+
+    for name in ("DEMO_DATASETS", "DEMO_MAX_ITER", "load_demo_dataset", "run_demo"):
+        with pytest.warns(FutureWarning, match=f"dkrp.evaluation.{name} moved to dkrp.demo"):
+            assert getattr(dkrp.evaluation, name) is getattr(dkrp.demo, name)
+    with pytest.raises(AttributeError, match="no attribute 'demo_rows'"):
+        dkrp.evaluation.demo_rows  # noqa: B018 - the lookup is the test
