@@ -163,7 +163,7 @@ def featurize_to_store(
         decodes them) instead of float features (``--bits``). Other maps refuse it.
     store_dtype : {None, "float16", "float32", "float64"}
         Store the features in this dtype, computed in ``dtype`` (``--store-dtype``).
-        A value that overflows it (|v| > 65504 for float16) fails the job, naming its
+        A value that overflows it (``|v| > 65504`` for float16) fails the job, naming its
         row, and leaves the store incomplete.
     compressor : {None, "none", "zstd", "gzip", "blosc-lz4", "blosc-zstd"}
         Codec of each stored chunk (``--compressor``; default none). See

@@ -60,7 +60,7 @@ class KulisGraumanRP(BaseProjector):
     ----------
     landmark_indices_ : ndarray of int64, shape (n_landmarks,)
         Sorted training-row indices of the landmarks.
-    landmarks_ : ndarray of shape (n_landmarks, n_features_in_)
+    landmarks_ : ndarray of shape (n_landmarks, ``n_features_in_``)
     landmark_subsets_ : ndarray of int64, shape (n_components, n_terms)
         Positions (into ``landmarks_``) of the ``t`` landmarks of each component.
     weights_ : ndarray of shape (n_landmarks, n_components)

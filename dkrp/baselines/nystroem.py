@@ -58,7 +58,7 @@ class Nystroem(BaseProjector):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components, n_features_in_)
+    components_ : ndarray of shape (n_components, ``n_features_in_``)
         The landmark rows (float64), as in scikit-learn; also ``landmarks_``.
     component_indices_ : ndarray of int64, shape (n_components,)
         Their training-row indices, sorted (scikit-learn's are in draw order); also

@@ -50,13 +50,13 @@ class PCAProjector(BaseProjector):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components, n_features_in_)
+    components_ : ndarray of shape (n_components, ``n_features_in_``)
         Principal axes, by decreasing explained variance; each axis' sign is
         fixed so that its largest-magnitude entry is positive (scikit-learn's
         ``svd_flip`` convention up to ties).
     explained_variance_ : ndarray of shape (n_components,)
         Variances along the axes (denominator ``n_samples - 1``).
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (``n_features_in_``,)
     n_samples_seen_ : int
     n_components_ : int
     seed_ : int

@@ -12,8 +12,7 @@ Seeds
     :mod:`dkrp._random`): the same ensemble seed gives the same voters on any
     cluster, in any order, after any worker failure.
 
-Training strategies (both on the cluster when a ``distributed.Client`` is given,
-or is the default client; in this process otherwise)
+Training strategies (on the given or the default client's cluster, else in this process)
     ``"full"``
         every voter sees all training rows. ``X`` reaches each worker once (a
         NumPy ``X`` is scattered with ``broadcast=True``; a dask ``X`` is

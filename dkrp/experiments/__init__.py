@@ -18,9 +18,9 @@ Modules
         the CSV, markdown and plot files, built beside the old ones and swapped in.
     :mod:`~dkrp.experiments.report`
         ``REPRODUCTION.md``: the papers' numbers, ours, and a verdict for each.
-    ``distortion``, ``classification``, ``degree_selection``, ``srf``, ``spe``,
-    ``ensemble``, ``rff``
-        one module per experiment.
+    one module per experiment
+        ``distortion``, ``classification``, ``degree_selection``, ``srf``, ``spe``,
+        ``ensemble``, ``rff``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ computed chunk into the bytes that are stored:
 ``store_dtype``
     The dtype the features are stored in, when narrower than the one they are
     computed in (``compute_dtype``): float16 halves a float32 store. A value that
-    does not fit it (|v| above 65504 for float16, which would become inf) is refused,
+    does not fit it (``|v|`` above 65504 for float16, which would become inf) is refused,
     naming its row: the store is left incomplete, never finished with an inf in it.
 ``compressor``
     The codec of each chunk before its crc32c checksum (:data:`COMPRESSOR_CODECS`):

@@ -86,7 +86,7 @@ class RandomFourierFeatures(BaseProjector):
 
     Attributes
     ----------
-    random_weights_ : ndarray of shape (n_frequencies, n_features_in_) or None
+    random_weights_ : ndarray of shape (n_frequencies, ``n_features_in_``) or None
         Frequencies :math:`w_i` (float64), including the factor of ``gamma``: one
         row per frequency, the transpose of scikit-learn's ``RBFSampler.random_weights_``
         (dkrp keeps rows because pools are drawn and checksummed by row blocks).

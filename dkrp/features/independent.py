@@ -48,7 +48,7 @@ class IndependentPolynomialProjection(BaseProjector):
 
     Attributes
     ----------
-    hyperplanes_ : ndarray of shape (n_components * n_terms * degree, n_features_in_)
+    hyperplanes_ : ndarray of shape (n_components * n_terms * degree, ``n_features_in_``)
         Row :math:`(l t + i) g + j` is :math:`r_{l,i,j}` (float64 master copy).
     density_ : float
     n_components_ : int

@@ -78,7 +78,7 @@ class RandomMaclaurin(BaseProjector):
     ----------
     orders_ : ndarray of int64, shape (n_components,)
         Order :math:`N_i` of each feature.
-    hyperplanes_ : ndarray of shape (orders_.sum(), n_features_in_)
+    hyperplanes_ : ndarray of shape (``orders_.sum()``, ``n_features_in_``)
         Rademacher vectors (entries ±1, float64); feature :math:`i` uses rows
         ``offsets_[i]:offsets_[i + 1]``.
     offsets_ : ndarray of int64, shape (n_components + 1,)

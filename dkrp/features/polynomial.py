@@ -96,7 +96,7 @@ class PolynomialRandomProjection(BaseProjector):
 
     Attributes
     ----------
-    hyperplanes_ : ndarray of shape (n_hyperplanes, n_features_in_) or None
+    hyperplanes_ : ndarray of shape (n_hyperplanes, ``n_features_in_``) or None
         The pool :math:`S` (float64 master copy). ``None`` for the structured
         pool on its FWHT path, which never materialises it (``pool_signs_``
         defines it; :func:`dkrp.features._pools.structured_pool` builds it).

@@ -241,7 +241,7 @@ class SignProductEmbedding(BaseProjector):
 
     Attributes
     ----------
-    hyperplanes_ : ndarray of shape (2 * n_components, n_features_in_)
+    hyperplanes_ : ndarray of shape (2 * n_components, ``n_features_in_``)
         :math:`a_0, \dots, a_{2m-1} \sim N(0, I)`, drawn under the seed contract
         (stream ``"rop"``); rows ``2i`` and ``2i + 1`` make sketch entry ``i``.
     n_components_ : int

@@ -76,7 +76,7 @@ class SphericalRandomFeatures(BaseProjector):
         (``_srf_fit.FIT_VERSION``; absent from specs written before version 2, whose
         surrogates came from version 1). Carried by the spec: workers never refit,
         and a spec's stored surrogate is used whatever its ``fit_version``.
-    random_weights_ : ndarray of shape (n_frequencies, n_features_in_)
+    random_weights_ : ndarray of shape (n_frequencies, ``n_features_in_``)
     random_offset_ : ndarray of shape (n_frequencies,)
     seed_ : int
     n_features_in_ : int
@@ -141,7 +141,7 @@ class SphericalRandomFeatures(BaseProjector):
     """
 
     fitted_values = ("surrogate_", "cosine_", "draw_version_")
-    #: draw_version_ 2 samples the radii with the same bits on every machine (the C
+    #: ``draw_version_`` 2 samples the radii with the same bits on every machine (the C
     #: library's exp/log, a sum in order); 1, numpy's CPU-dispatched exp/log and a BLAS
     #: GEMV, is what specs without the value imply
     legacy_fitted_values = {"cosine_": "numpy", "draw_version_": 1}

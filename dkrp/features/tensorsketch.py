@@ -47,10 +47,10 @@ class TensorSketch(BaseProjector):
 
     Attributes
     ----------
-    index_hash_ : ndarray of int64, shape (degree, n_features_in_ + 1)
+    index_hash_ : ndarray of int64, shape (degree, ``n_features_in_ + 1``)
         :math:`h_j(i) \in [0, D)`; the last column hashes the constant feature
         :math:`\sqrt{c_0}` of the polynomial kernel.
-    sign_hash_ : ndarray of shape (degree, n_features_in_ + 1)
+    sign_hash_ : ndarray of shape (degree, ``n_features_in_ + 1``)
         :math:`s_j(i) \in \{-1, +1\}` (float64).
     gamma_ : float
     n_components_ : int
