@@ -129,7 +129,8 @@ def _attribute_comment(name, obj):
 
     short = name.rpartition(".")[2]
     for module_name, module in sorted(sys.modules.items()):
-        if not module_name.startswith("dkrp") or getattr(module, short, None) is not obj:
+        # vars(), not getattr(): a module's __getattr__ (dkrp.evaluation's moved names) warns
+        if not module_name.startswith("dkrp") or vars(module).get(short) is not obj:
             continue
         try:
             comment = ModuleAnalyzer.for_module(module_name).find_attr_docs().get(("", short))
