@@ -395,6 +395,60 @@ def test_truncated_or_edited_files_are_refused(saved, tmp_path):
         dkrp.load(tmp_path)
 
 
+def _npy_header():
+    """The header of a .npy of 1,000 float64 values, without the values."""
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
+                                               "shape": (1000,)})
+    return buf.getvalue()
+
+
+def test_a_missing_changed_or_unreadable_arrays_file_is_named_with_what_to_do(saved,
+                                                                               tmp_path):
+    from dkrp.ensemble.persistence import sha256_of_file
+
+    _, path = saved
+    gone = _copy(path, tmp_path / "gone")
+    (gone / "voters.npz").unlink()
+    with pytest.raises(FileNotFoundError,
+                       match=r"^The ensemble's arrays file .*gone/voters\.npz is missing\.$"):
+        dkrp.load(gone)
+    # the two digests' first 12 hex digits, so a user can tell which copy is which
+    changed = _copy(path, tmp_path / "changed")
+    (changed / "voters.npz").write_bytes((changed / "voters.npz").read_bytes() + b"x")
+    recorded = sha256_of_file(path / "voters.npz")[:12]
+    actual = sha256_of_file(changed / "voters.npz")[:12]
+    with pytest.raises(SpecError, match=(
+            rf"voters\.npz does not match the SHA-256 recorded in dkrp\.json \(recorded "
+            rf"{recorded}…, file {actual}…\): the file was modified or truncated\. Refused; "
+            r"restore it or retrain\.$")):
+        dkrp.load(changed)
+    unreadable = _copy(path, tmp_path / "unreadable")
+    (unreadable / "voters.npz").write_bytes(b"not a zip file")
+    _rewrite_sha(unreadable)
+    # not an archive at all: numpy would take it for a pickle, but it is no pickled array
+    with pytest.raises(SpecError, match=r"voters\.npz is not a readable \.npz "
+                                        r"\(not a zip archive\): refused\.$"):
+        dkrp.load(unreadable)
+    # an archive whose member is no .npy (numpy hands its bytes back, and the loader
+    # crashed on them with an AttributeError) or a .npy cut short (numpy's error is named)
+    garbled = _copy(path, tmp_path / "garbled")
+    with zipfile.ZipFile(garbled / "voters.npz", "w") as zf:
+        zf.writestr("classes.npy", b"not an array")
+    _rewrite_sha(garbled)
+    with pytest.raises(SpecError, match=r"voters\.npz is not a readable \.npz \(members "
+                                        r"\['classes'\] are not \.npy arrays\): refused\.$"):
+        dkrp.load(garbled)
+    with zipfile.ZipFile(garbled / "voters.npz", "w") as zf:
+        zf.writestr("classes.npy", _npy_header())
+    _rewrite_sha(garbled)
+    with pytest.raises(SpecError, match=r"voters\.npz is not a readable \.npz "
+                                        r"\((ValueError|EOFError): .+\): refused\.$"):
+        dkrp.load(garbled)
+
+
 def _edit_manifest(path, edit):
     manifest = json.loads((path / "dkrp.json").read_text())
     edit(manifest)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -192,14 +193,26 @@ def _read_checked_arrays(npz_path, expected) -> dict:
             f"{str(expected)[:12]}…, file {actual[:12]}…): the file was modified or "
             "truncated. Refused; restore it or retrain."
         )
+    if not zipfile.is_zipfile(npz_path):
+        # np.load would read any other file as a pickle, and refuse it as one
+        raise SpecError(f"{npz_path} is not a readable .npz (not a zip archive): refused.")
     try:
         with open(npz_path, "rb") as fh, np.load(fh, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except ValueError as exc:  # object arrays need pickle: refuse them
-        raise SpecError(f"{npz_path} holds arrays that would need pickle: refused.") from exc
+            arrays = {k: npz[k] for k in npz.files}
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):  # object arrays need pickle: refuse them
+            raise SpecError(f"{npz_path} holds arrays that would need pickle: refused.") from exc
+        raise SpecError(f"{npz_path} is not a readable .npz ({type(exc).__name__}: {exc}): "
+                        "refused.") from exc
     except Exception as exc:  # noqa: BLE001 - a corrupt zip/npy
         raise SpecError(f"{npz_path} is not a readable .npz ({type(exc).__name__}: {exc}): "
                         "refused.") from exc
+    # numpy hands back a member that is not a .npy as its raw bytes
+    raw = sorted(k for k, v in arrays.items() if not isinstance(v, np.ndarray))
+    if raw:
+        raise SpecError(f"{npz_path} is not a readable .npz (members {raw} are not .npy "
+                        "arrays): refused.")
+    return arrays
 
 
 def _rebuilt_params(params) -> dict:
