@@ -467,6 +467,9 @@ def _edit_manifest(path, edit):
     # the arrays file must sit beside the manifest: a path is never followed out of it
     (lambda m: m.update(arrays_file="../voters.npz"),
      r"^arrays_file '\.\./voters\.npz' must be a file name in .*bad\.$"),
+    # labels edited in the manifest: the arrays' classes are the model's
+    (lambda m: m.update(classes=m["classes"][:-1]),
+     r"bad/voters\.npz and dkrp\.json disagree on the classes\.$"),
 ])
 def test_a_manifest_from_elsewhere_is_refused_naming_what_is_wrong(saved, tmp_path, edit,
                                                                     message):
@@ -478,13 +481,15 @@ def test_a_manifest_from_elsewhere_is_refused_naming_what_is_wrong(saved, tmp_pa
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda a: a.pop("coef_1"), "lacks the arrays of voter 1"),
-    (lambda a: a.pop("classes_1"), "lacks the arrays of voter 1"),
-    (lambda a: a.update(coef_1=a["coef_1"][0]), "Voter 1's arrays .* have the wrong shapes"),
+    (lambda a: a.pop("coef_1"), r"bad/voters\.npz lacks the arrays of voter 1"),
+    (lambda a: a.pop("classes_1"), r"bad/voters\.npz lacks the arrays of voter 1"),
+    (lambda a: a.update(coef_1=a["coef_1"][0]),
+     r"Voter 1's arrays in .*bad/voters\.npz have the wrong shapes"),
     (lambda a: a.update(coef_1=a["coef_1"].astype(np.int64)),
-     "Voter 1's arrays .* have the wrong shapes"),
+     r"Voter 1's arrays in .*bad/voters\.npz have the wrong shapes"),
     (lambda a: a.update(intercept_1=a["intercept_1"][:-1]),
-     "Voter 1's arrays .* have the wrong shapes"),
+     r"Voter 1's arrays in .*bad/voters\.npz have the wrong shapes"),
+    (lambda a: a.pop("classes"), r"bad/voters\.npz and dkrp\.json disagree on the classes"),
 ])
 def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit, message):
     # a voters.npz rewritten by another tool (its SHA-256 updated to match): each voter's
