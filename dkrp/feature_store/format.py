@@ -428,14 +428,34 @@ def write_labels(path: Path, labels, chunk_rows: int):
     from zarr.codecs import ZstdCodec
 
     values = label_values(labels)
+    fill = label_fill_value(values.dtype)
     group = zarr.open_group(str(path), mode="r+")
     y = group.create_array(
         "y", shape=values.shape, chunks=(max(1, int(chunk_rows)),), dtype=values.dtype,
-        fill_value=0, compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
+        fill_value=fill, compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
         config={"write_empty_chunks": True}, overwrite=True,
         dimension_names=("sample",),  # xarray.open_zarr's dimensions
+        attributes=labels_array_attrs(fill),
     )
     y[:] = values
+
+
+def label_fill_value(dtype):
+    """What a missing chunk of ``y`` reads as in a plain Zarr reader: a value no label has
+    in practice (NaN, or the smallest int64), where 0 would read as a class."""
+    return np.nan if np.dtype(dtype).kind == "f" else int(np.iinfo(np.int64).min)
+
+
+def labels_array_attrs(fill) -> dict:
+    """The attributes of array ``y``: what it holds, for a plain Zarr or xarray reader."""
+    shown = "NaN" if isinstance(fill, float) else str(fill)
+    return {"long_name": "labels",
+            "comment": (f"The labels of the input's rows, in the rows of Z. A missing chunk "
+                        f"reads as the fill value ({shown}) with no error, even when the "
+                        "group says complete: true. dkrp.read_features(store) and "
+                        "dkrp.open_xarray(store) refuse a missing chunk and check every "
+                        "chunk's checksum; from plain zarr, check that "
+                        "y.nchunks_initialized == y.nchunks.")}
 
 
 def label_values(labels) -> np.ndarray:
