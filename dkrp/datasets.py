@@ -278,10 +278,14 @@ def _fetch_covtype(download: bool, missing: DatasetNotFoundError):
     try:
         bunch = fetch_covtype(download_if_missing=download)
     except OSError as exc:
-        # the command line has no download flag: there the hint is left out
-        hint = "" if download else Message(" Pass {} to let scikit-learn download it.",
-                                           Param("download", True), cli="")
-        raise DatasetNotFoundError(Message("{}{} (scikit-learn: {})", missing, hint, exc)) from exc
+        if download:  # scikit-learn tried to download: its reason is the news
+            raise DatasetNotFoundError(Message("{} (scikit-learn: {})", missing, exc)) from exc
+        # Not downloading, scikit-learn only says so, in its own parameter's name
+        # (`download_if_missing` is False). The command line has no download flag: there
+        # the hint and scikit-learn's words are left out.
+        hint = Message(" Pass {} to let scikit-learn download it. (scikit-learn: {})",
+                       Param("download", True), exc, cli="")
+        raise DatasetNotFoundError(Message("{}{}", missing, hint)) from exc
     logger.info("covtype: using scikit-learn's copy (%d rows)", bunch.data.shape[0])
     return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
 

@@ -121,6 +121,44 @@ def test_featurize_names_the_flags_a_method_takes(tmp_path):
     assert "random_state" not in out and "feature_map" not in out
 
 
+# --- parameters of a map that do not go together -------------------------------------------
+
+
+@pytest.mark.parametrize("args, python, flags", [
+    (("--pool", "orthogonal", "--distribution", "achlioptas"),
+     "pool='orthogonal' builds its own Gaussian-based rows; distribution='achlioptas' applies "
+     "to pool='iid' only.",
+     "--pool orthogonal builds its own Gaussian-based rows; --distribution achlioptas applies "
+     "to --pool iid only."),
+    (("--degree", 3, "--n-terms", 400),
+     "degree * n_terms must not exceed n_hyperplanes: each component uses degree * n_terms = "
+     "1200 distinct pool hyperplanes, but n_hyperplanes = 1000.",
+     "--degree * --n-terms must not exceed --n-hyperplanes: each component uses --degree * "
+     "--n-terms = 1200 distinct pool hyperplanes, but --n-hyperplanes = 1000."),
+    (("--method", "rff", "--kernel", "laplacian", "--pool", "orthogonal"),
+     "pool='orthogonal' is defined for kernel='gaussian' only (its rows approximate Gaussian "
+     "frequencies); got kernel='laplacian'.",
+     "--pool orthogonal is defined for --kernel gaussian only (its rows approximate Gaussian "
+     "frequencies); got --kernel laplacian."),
+])
+def test_options_that_do_not_go_together_are_named_in_each_ones_words(tmp_path, args, python,
+                                                                        flags):
+    """A user's `dkrp featurize --pool orthogonal --distribution achlioptas` was told
+    "pool='orthogonal' ... distribution='achlioptas' applies to pool='iid' only"."""
+    from dkrp.methods import make_projector
+
+    names = (a.lstrip("-").replace("-", "_") for a in args[::2])
+    options = dict(zip(names, args[1::2], strict=True))
+    method = options.pop("method", "krp")
+    with pytest.raises(ValueError) as info:
+        make_projector(method, **options).fit(np.ones((4, 3)))
+    assert _python_only(info.value) == python
+    np.save(tmp_path / "x.npy", np.ones((4, 3)))
+    out = _refused(_cli("featurize", tmp_path / "x.npy", tmp_path / "o.zarr", *args, "-q"))
+    assert flags in " ".join(out.split()), out
+    assert not (tmp_path / "o.zarr").exists()
+
+
 # --- "(chunk_rows=512)" --------------------------------------------------------------------
 
 
@@ -261,7 +299,8 @@ def test_the_demo_does_not_offer_a_download_it_has_no_flag_for(no_covtype, sched
     out = _refused(_cli("demo", "--dataset", "covtype", "--scheduler", scheduler_address,
                         "--quiet"))
     assert "covtype (train) not found" in out and "Could not reach" not in out
-    assert "download" not in out.replace("download_if_missing", "")
+    # nor scikit-learn's own parameter: "(scikit-learn: ... `download_if_missing` is False)"
+    assert "download" not in out and "scikit-learn:" not in out
 
 
 # --- what the library says to other commands ----------------------------------------------

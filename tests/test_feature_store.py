@@ -148,13 +148,38 @@ def test_describe_summarises_complete_and_incomplete_stores(tmp_path, data):
         "params": spec["params"], "checksum": krp.spec_checksum_,
         "input": zarr.open_group(str(out), mode="r").attrs["input"],
         "manifest": zarr.open_group(str(out), mode="r").attrs["manifest"],
-        "has_labels": False, "preprocessing": "none",
+        "has_labels": False, "preprocessing": "none", "missing": [],
     }
     # an interrupted run: the summary counts the chunks still missing
     zarr.open_array(str(out / "done"), mode="r+")[3] = 0
     zarr.open_group(str(out), mode="r+").attrs["complete"] = False
     d = open_features(out, allow_incomplete=True).describe()
     assert not d["complete"] and (d["chunks_done"], d["n_chunks"]) == (9, 10)
+
+
+def test_info_calls_a_store_with_a_deleted_label_chunk_incomplete(tmp_path, data):
+    """`dkrp info` said "complete (10/10 chunks done)" of a store whose label chunk was
+    deleted, while read_features and export refused it, and a dataset store with the same
+    hole says INCOMPLETE (issue 29, case 8)."""
+    from click.testing import CliRunner
+
+    from dkrp.cli import main
+    from dkrp.feature_store import write_plan
+    from dkrp.stores import describe_store
+
+    out = tmp_path / "f.zarr"
+    plan = plan_features(da.from_array(data, chunks=(100, 12)), _krp(), out,
+                         labels=np.arange(1000) % 3)
+    write_plan(plan, _krp(), progress=False)
+    assert describe_store(out)["complete"] and describe_store(out)["missing"] == []
+    (out / "y" / "c" / "4").unlink()
+    d = describe_store(out)
+    assert not d["complete"] and d["missing"] == ["y/c/4"]
+    assert (d["chunks_done"], d["n_chunks"]) == (10, 10)  # Z itself is whole
+    r = CliRunner().invoke(main, ["info", str(out)])
+    assert r.exit_code == 0, r.output
+    assert ("chunk_rows 100, INCOMPLETE (10/10 chunks done; 1 missing file(s), first y/c/4: "
+            f"dkrp verify {out} --repair copies it from the input)") in r.output
 
 
 def test_misaligned_blocks_are_rechunked_onto_the_chunk_grid(tmp_path, data):

@@ -108,3 +108,45 @@ def test_scale_warning_reads_rows_as_the_map_scales_them():
     est.fit(RAW)
     assert "krp expects" in scale_warning(est, tuple(sp.csr_matrix(r) for r in rows))
     assert scale_warning(est, (np.zeros((1, 10)),)) is None  # an empty row says nothing
+
+
+# --- the examples we show scale their input as `dkrp methods` asks --------------------------
+
+#: Maps that want no scaling from the user (srf normalises rows itself; pca only with mixed
+#: units, which the examples do not say)
+_SCALE_FREE = {"srf", "pca"}
+
+
+def _featurize_examples():
+    """Every ``dkrp featurize`` command the README, the user guide (``docs/``) and the
+    command line's help show, one string each (continuation lines joined, comments dropped)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    built = {"_build", "auto_examples", "generated"}  # what a docs build writes
+    guide = [page.read_text() for page in sorted((root / "docs").rglob("*.rst"))
+             if not built & set(page.relative_to(root / "docs").parts)]
+    texts = [(root / "README.md").read_text(), *guide, main.help or "",
+             main.commands["featurize"].help]
+    return [line.split("#")[0].strip() for text in texts
+            for line in text.replace("\\\n", " ").splitlines()
+            if line.strip().startswith("dkrp featurize ")]
+
+
+def test_every_featurize_example_scales_its_input_as_its_map_asks():
+    """The README's Covertype example ran KRP on raw rows (largest value 1.28e7 after the
+    map), and `dkrp featurize --help`'s float16 example on raw MNIST pixels failed: the
+    features do not fit float16. An example a user copies must follow `dkrp methods`."""
+    import shlex
+
+    examples = _featurize_examples()
+    assert len(examples) >= 10, examples
+    unscaled = []
+    for line in examples:
+        args = shlex.split(line)
+        method = args[args.index("--method") + 1] if "--method" in args else "krp"
+        scaled = ({"--scale-rows", "--standardize", "--like", "--spec"} & set(args)
+                  or (method == "rff" and "scale" in args))  # --gamma scale
+        if method not in _SCALE_FREE and not scaled:
+            unscaled.append(line)
+    assert not unscaled, "\n".join(unscaled)

@@ -188,3 +188,28 @@ def test_cli_refuses_a_0_row_npy_in_one_line(tmp_path):
     assert r.output.strip().splitlines() == [
         f"Error: {src} holds no rows (shape (0, 3)): nothing to ingest."]
     assert no_siblings(tmp_path / "out.zarr")
+
+
+# -- inputs without feature columns are refused too: `featurize` could do nothing with them --
+
+
+@pytest.mark.parametrize("name, text, options, match", [
+    ("x.npy", None, {}, r"x\.npy has no feature columns \(5 rows of 0 features\)"),
+    ("labels.csv", "label\n1\n2\n", {"label_column": "label"},
+     r"labels\.csv has no feature columns \(2 rows of 0 features\)"),
+    ("ids.csv", "Id,label\n1,0\n2,1\n", {"label_column": "label", "drop_columns": ["Id"]},
+     r"ids\.csv has no feature columns \(2 rows of 0 features\)"),
+    ("labels.svm", "1\n-1\n", {}, r"labels\.svm has no feature columns \(2 rows of 0 features\)"),
+])
+def test_inputs_without_feature_columns_are_refused(tmp_path, name, text, options, match):
+    """A 5 x 0 .npy or a CSV of labels alone ingested with exit 0 ("5 rows x 0 features"),
+    and only `featurize` refused it, in scikit-learn's words."""
+    src = tmp_path / name
+    if text is None:
+        np.save(src, np.zeros((5, 0)))
+    else:
+        src.write_text(text)
+    dest = tmp_path / "out.zarr"
+    with pytest.raises(ValueError, match=match):
+        ingest(src, dest, **options)
+    assert no_siblings(dest)

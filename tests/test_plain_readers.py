@@ -153,3 +153,24 @@ def test_stores_written_before_the_attributes_open_with_open_xarray(tmp_path):
     shutil.copytree(FIXTURES / "encodings" / "bits.zarr", bits)
     ds = dkrp.open_xarray(bits, unpack=True)
     assert np.array_equal(ds["Z"].values, dkrp.read_features(bits, unpack=True)[0].compute())
+
+
+@pytest.mark.parametrize("labels, fill", [
+    (lambda rng: rng.integers(0, 3, 100), np.iinfo(np.int64).min),
+    (lambda rng: rng.uniform(0, 1, 100), np.nan),
+])
+def test_plain_zarr_reads_a_deleted_label_chunk_as_a_value_no_label_has(tmp_path, labels, fill):
+    """Labels 0, 1, 2: a deleted chunk of y read as 0s, a class, where Z's reads as NaN."""
+    X = np.random.default_rng(5).standard_normal((100, 6))
+    y_true = labels(np.random.default_rng(6))
+    out = _float_store(tmp_path / "f.zarr", (X, y_true))
+    (out / "y" / "c" / "1").unlink()  # rows 25..49
+    y = zarr.open_array(str(out / "y"), mode="r")
+    assert np.array_equal(y[:25], y_true[:25])
+    assert np.array_equal(y[25:50], np.full(25, fill), equal_nan=True)
+    assert y.attrs["long_name"] == "labels"
+    for words in ("dkrp.read_features(store)", "reads as the fill value",
+                  "y.nchunks_initialized == y.nchunks"):
+        assert words in y.attrs["comment"], words
+    with pytest.raises(ChunkError, match=r"y/c/1"):
+        dkrp.read_features(out)

@@ -166,14 +166,19 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
     \b
     Examples:
       dkrp featurize covtype.zarr krp.zarr --degree 2 --standardize --scale-rows unit
-      dkrp featurize mnist.zarr sorf.zarr --pool structured --n-hyperplanes 1024 --n-terms 30
+      dkrp featurize mnist.zarr sorf.zarr --pool structured --n-hyperplanes 1024 --n-terms 30 \\
+           --scale-rows unit
       dkrp featurize x.npy rff.zarr --method rff --gamma scale --dtype float32
-      dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3
+      dkrp featurize mnist.zarr nys.zarr --method nystroem --kernel polynomial --degree 3 \\
+           --scale-rows unit
       dkrp featurize mnist-test.zarr nys-test.zarr --like nys.zarr
       dkrp featurize covtype.zarr rff.zarr --method rff --gamma 0.05 --standardize
-      dkrp featurize mnist.zarr spe-bits.zarr --method spe --n-components 4096 --bits
-      dkrp featurize mnist.zarr krp16.zarr --dtype float32 --store-dtype float16
-      dkrp featurize big.zarr out.zarr --scheduler tcp://10.0.0.5:8786 --retries 2
+      dkrp featurize mnist.zarr spe-bits.zarr --method spe --n-components 4096 --bits \\
+           --scale-rows unit
+      dkrp featurize mnist.zarr krp16.zarr --dtype float32 --store-dtype float16 \\
+           --scale-rows unit
+      dkrp featurize big.zarr out.zarr --scale-rows unit --scheduler tcp://10.0.0.5:8786 \\
+           --retries 2
     """
     from ..methods import fit_pass_message
     from ._confirm import embedded_cores

@@ -91,8 +91,11 @@ def _describe_lines(d: dict):
     complete = "complete" if d["complete"] else "INCOMPLETE"
     n, k = d["shape"]
     if d["format"] == "features":
+        lost = ("" if not d.get("missing") else
+                f"; {len(d['missing'])} missing file(s), first {d['missing'][0]}: dkrp verify "
+                f"{d['path']} --repair copies it from the input")
         done = (f"chunk_rows {d['chunk_rows']}, {complete} ({d['chunks_done']}/"
-                f"{d['n_chunks']} chunks done)")
+                f"{d['n_chunks']} chunks done{lost})")
         compressor = d.get("compressor") or "not recorded"
         if d.get("encoding") == "bits":
             yield f"bit store {d['path']}"

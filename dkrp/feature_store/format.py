@@ -169,14 +169,18 @@ def describe_features(path, attrs) -> dict:
         recorded), ``chunk_rows``, ``complete`` (bool), ``chunks_done``, ``n_chunks``,
         ``projector`` (the spec's class name), ``seed``, ``params``, ``checksum``,
         ``input`` (the input fingerprint), ``manifest`` (the versions that wrote it),
-        ``has_labels`` and ``preprocessing`` (the scaling the spec carries, e.g.
-        ``"standardize + unit rows"``, or ``"none"``).
+        ``has_labels``, ``preprocessing`` (the scaling the spec carries, e.g.
+        ``"standardize + unit rows"``, or ``"none"``) and ``missing`` (the files of a
+        finished store's missing label chunks, relative to the store).
     """
     from ..preprocessing import describe
     path = Path(path)
     n_chunks = int(attrs.get("n_chunks", 0))
     spec = attrs.get("spec", {})
     written = int(written_chunks(path, n_chunks).sum())  # a deleted chunk is not done
+    # the labels of a finished store: a deleted chunk makes it as incomplete as one of Z
+    finished = attrs.get("complete") is True
+    missing = _missing_label_files(path) if finished and attrs.get("has_labels") else []
     encoding = attrs.get("encoding", FLOAT)
     k, dtype = attrs.get("n_components"), attrs.get("dtype")
     per_row = (None if k is None or dtype is None else
@@ -191,7 +195,7 @@ def describe_features(path, attrs) -> dict:
         "bytes_per_row": per_row,
         "compressor": attrs.get("compressor"),
         "chunk_rows": attrs.get("chunk_rows"),
-        "complete": attrs.get("complete") is True and written == n_chunks,
+        "complete": finished and written == n_chunks and not missing,
         "chunks_done": written,
         "n_chunks": n_chunks,
         "projector": spec.get("class"),
@@ -202,7 +206,23 @@ def describe_features(path, attrs) -> dict:
         "manifest": attrs.get("manifest"),
         "has_labels": attrs.get("has_labels") is True,
         "preprocessing": describe((spec.get("fitted") or {}).get("preprocessing")),
+        "missing": missing,
     }
+
+
+def _missing_label_files(path: Path) -> list[str]:
+    """The files of the label chunks (or the labels' metadata) missing from the finished
+    store at ``path``, relative to it, as a dataset store's ``describe`` lists them."""
+    import zarr
+
+    from .._chunks import chunk_key
+
+    try:
+        y = zarr.open_array(str(path / "y"), mode="r")
+    except Exception:  # noqa: BLE001 - deleted or unreadable metadata: describe, not fail
+        return ["y/zarr.json"]
+    keys = (chunk_key(y, (i,)) for i in range(y.nchunks))
+    return [f"y/{key}" for key in keys if not (path / "y" / key).is_file()]
 
 
 # -- attributes ----------------------------------------------------------
@@ -428,14 +448,34 @@ def write_labels(path: Path, labels, chunk_rows: int):
     from zarr.codecs import ZstdCodec
 
     values = label_values(labels)
+    fill = label_fill_value(values.dtype)
     group = zarr.open_group(str(path), mode="r+")
     y = group.create_array(
         "y", shape=values.shape, chunks=(max(1, int(chunk_rows)),), dtype=values.dtype,
-        fill_value=0, compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
+        fill_value=fill, compressors=with_checksum([ZstdCodec(level=0, checksum=False)]),
         config={"write_empty_chunks": True}, overwrite=True,
         dimension_names=("sample",),  # xarray.open_zarr's dimensions
+        attributes=labels_array_attrs(fill),
     )
     y[:] = values
+
+
+def label_fill_value(dtype):
+    """What a missing chunk of ``y`` reads as in a plain Zarr reader: a value no label has
+    in practice (NaN, or the smallest int64), where 0 would read as a class."""
+    return np.nan if np.dtype(dtype).kind == "f" else int(np.iinfo(np.int64).min)
+
+
+def labels_array_attrs(fill) -> dict:
+    """The attributes of array ``y``: what it holds, for a plain Zarr or xarray reader."""
+    shown = "NaN" if isinstance(fill, float) else str(fill)
+    return {"long_name": "labels",
+            "comment": (f"The labels of the input's rows, in the rows of Z. A missing chunk "
+                        f"reads as the fill value ({shown}) with no error, even when the "
+                        "group says complete: true. dkrp.read_features(store) and "
+                        "dkrp.open_xarray(store) refuse a missing chunk and check every "
+                        "chunk's checksum; from plain zarr, check that "
+                        "y.nchunks_initialized == y.nchunks.")}
 
 
 def label_values(labels) -> np.ndarray:

@@ -19,7 +19,7 @@ from .._random import draw_rows
 from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, Message, Param
 from ..kernels import SHIFT_INVARIANT_KERNELS, scale_gamma
 from ._pools import (
     FOURIER_POOLS,
@@ -172,15 +172,14 @@ class RandomFourierFeatures(BaseProjector):
         check_integer("n_components", self.n_components, minimum=1)
         check_choice("pool", self.pool, FOURIER_POOLS)
         if self.pool != "iid" and self.kernel != "gaussian":
-            raise InvalidInputError(
-                f"pool={self.pool!r} is defined for kernel='gaussian' only (its rows "
-                f"approximate Gaussian frequencies); got kernel={self.kernel!r}."
-            )
+            raise InvalidInputError(Message(
+                "{} is defined for {} only (its rows approximate Gaussian frequencies); got {}.",
+                Param("pool", self.pool), Param("kernel", "gaussian"),
+                Param("kernel", self.kernel)))
         if self.pool == "structured" and padded_size(n_features) > 2**17:
-            raise InvalidInputError(
-                "pool='structured' supports at most 2**17 = 131072 features, got "
-                f"n_features = {n_features}."
-            )
+            raise InvalidInputError(Message(
+                "{} supports at most 2**17 = 131072 features, got n_features = {}.",
+                Param("pool", "structured"), n_features))
         if self.feature_map == "cos_sin" and self.n_components % 2:
             raise InvalidInputError(
                 "n_components must be even with feature_map='cos_sin' (a cosine and a "

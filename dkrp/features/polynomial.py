@@ -23,7 +23,7 @@ from .._random import BLOCK_SIZE, draw_block, draw_rows
 from .._threading import run_row_blocks, scratch
 from .._validation import check_choice, check_integer
 from ..base import BaseProjector
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, Message, Param
 from ._gather import gather_products
 from ._pools import (
     INDEX_DESIGNS,
@@ -227,21 +227,20 @@ class PolynomialRandomProjection(BaseProjector):
         check_choice("pool", self.pool, POOLS)
         check_choice("index_design", self.index_design, INDEX_DESIGNS)
         if self.pool != "iid" and self.distribution != "gaussian":
-            raise InvalidInputError(
-                f"pool={self.pool!r} builds its own Gaussian-based rows; "
-                f"distribution={self.distribution!r} applies to pool='iid' only."
-            )
+            raise InvalidInputError(Message(
+                "{} builds its own Gaussian-based rows; {} applies to {} only.",
+                Param("pool", self.pool), Param("distribution", self.distribution),
+                Param("pool", "iid")))
         if self.pool == "structured" and padded_size(n_features) > 2**17:
-            raise InvalidInputError(
-                "pool='structured' supports at most 2**17 = 131072 features (exact "
-                f"materialisation), got n_features = {n_features}."
-            )
+            raise InvalidInputError(Message(
+                "{} supports at most 2**17 = 131072 features (exact materialisation), got "
+                "n_features = {}.", Param("pool", "structured"), n_features))
         if self.degree * self.n_terms > self.n_hyperplanes:
-            raise InvalidInputError(
-                "degree * n_terms must not exceed n_hyperplanes: each component uses "
-                f"degree * n_terms = {self.degree * self.n_terms} distinct pool "
-                f"hyperplanes, but n_hyperplanes = {self.n_hyperplanes}."
-            )
+            degree, n_terms, pool_size = Param("degree"), Param("n_terms"), Param("n_hyperplanes")
+            raise InvalidInputError(Message(
+                "{} * {} must not exceed {}: each component uses {} * {} = {} distinct pool "
+                "hyperplanes, but {} = {}.", degree, n_terms, pool_size, degree, n_terms,
+                self.degree * self.n_terms, pool_size, self.n_hyperplanes))
         self.density_ = resolve_density(self.density, n_features, self.distribution)
 
     def _fit_state(self, X, n_features):

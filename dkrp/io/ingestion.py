@@ -369,6 +369,10 @@ def ingest(
             )
             if info["n_samples"] == 0:  # LIBSVM, CSV, .npy and IDX say so first
                 raise InvalidInputError(f"{source} holds no rows: nothing to ingest.")
+            if info["n_features"] == 0:  # a store no map can featurize
+                raise InvalidInputError(
+                    f"{source} has no feature columns ({info['n_samples']} rows of 0 "
+                    "features): nothing to ingest.")
             info["source_sha256"] = file_sha256(source)
         except (*_DECOMPRESSION_ERRORS, OSError) as exc:
             if not _is_decompression_error(exc):
