@@ -268,6 +268,7 @@ def test_save_load_gives_identical_predictions(digits, saved):
     # and the seed the voters' seeds came from (a refit with it trains the same voters)
     assert loaded.voter_info_ == model.voter_info_
     assert loaded.seed_ == model.seed_ == 5
+    assert loaded.fit_seconds_ == model.fit_seconds_ > 0
     assert dkrp.load(path / "dkrp.json").predict(Xte[:5]).tolist() == \
         model.predict(Xte[:5]).tolist()
     with pytest.raises(FileExistsError, match="overwrite"):
@@ -449,6 +450,15 @@ def test_a_missing_changed_or_unreadable_arrays_file_is_named_with_what_to_do(sa
         dkrp.load(garbled)
 
 
+def test_a_manifest_without_the_fit_time_loads_with_it_unknown(saved, tmp_path):
+    # fit_seconds is a record, not the model: a manifest without it (edited, or written
+    # by a tool of the user's) loads, and the time reads as unknown
+    _, path = saved
+    old = _copy(path, tmp_path / "old")
+    _edit_manifest(old, lambda m: m.pop("fit_seconds"))
+    assert np.isnan(dkrp.load(old).fit_seconds_)
+
+
 def _edit_manifest(path, edit):
     manifest = json.loads((path / "dkrp.json").read_text())
     edit(manifest)
@@ -470,6 +480,9 @@ def _edit_manifest(path, edit):
     # labels edited in the manifest: the arrays' classes are the model's
     (lambda m: m.update(classes=m["classes"][:-1]),
      r"bad/voters\.npz and dkrp\.json disagree on the classes\.$"),
+    # the input width edited: the voters' maps were made for another
+    (lambda m: m.update(n_features_in=m["n_features_in"] + 1),
+     r"^A voter in .*bad does not fit its feature counts\.$"),
 ])
 def test_a_manifest_from_elsewhere_is_refused_naming_what_is_wrong(saved, tmp_path, edit,
                                                                     message):
@@ -490,6 +503,9 @@ def test_a_manifest_from_elsewhere_is_refused_naming_what_is_wrong(saved, tmp_pa
     (lambda a: a.update(intercept_1=a["intercept_1"][:-1]),
      r"Voter 1's arrays in .*bad/voters\.npz have the wrong shapes"),
     (lambda a: a.pop("classes"), r"bad/voters\.npz and dkrp\.json disagree on the classes"),
+    # a voter's weights for another number of features than its map makes
+    (lambda a: a.update(coef_1=a["coef_1"][:, :-1]),
+     r"^A voter in .*bad does not fit its feature counts\.$"),
 ])
 def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit, message):
     # a voters.npz rewritten by another tool (its SHA-256 updated to match): each voter's
