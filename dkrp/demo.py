@@ -145,8 +145,11 @@ def run_demo(
     ----------
     dataset : str, default="digits"
         See :func:`load_demo_dataset`.
-    client : distributed.Client, optional
-        Default: the current client, else dask's local scheduler.
+    client : distributed.Client or callable, optional
+        Default: the current client, else dask's local scheduler. A zero-argument
+        callable is called when the first featurize needs the cluster (after the data
+        have loaded), as :func:`dkrp.featurize_to_store` does; it must return the same
+        client each time.
     workdir : str or os.PathLike, optional
         Where the stores go; default a temporary directory removed afterwards.
     seed : int, default=0

@@ -303,6 +303,12 @@ def test_the_demo_does_not_offer_a_download_it_has_no_flag_for(no_covtype, sched
     assert "download" not in out and "scikit-learn:" not in out
 
 
+def test_the_demo_says_its_data_are_missing_before_starting_a_cluster(no_covtype):
+    # it started the embedded cluster (9 s of worker start-up) before loading the data
+    out = _refused(_cli("demo", "--dataset", "covtype"))  # no dashboard line: no cluster
+    assert "covtype (train) not found" in out
+
+
 # --- what the library says to other commands ----------------------------------------------
 
 

@@ -64,11 +64,20 @@ def demo(dataset, workdir, seed, max_train, scheduler, scheduler_file, n_workers
         if not quiet:
             click.echo(f"demo [{time.perf_counter() - t0:6.1f} s]: {line}...", err=True)
 
-    with _terminate_as_interrupt(), as_click_errors(), \
-            cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet) as c:
+    with _terminate_as_interrupt(), as_click_errors(), contextlib.ExitStack() as stack:
+        started = []
+
+        def client():
+            # the cluster starts at the first featurize, once the data have loaded: a
+            # missing dataset is said at once, not after the workers' start-up
+            if not started:
+                started.append(stack.enter_context(cluster_client(
+                    scheduler, scheduler_file, n_workers, memory_limit, quiet)))
+            return started[0]
+
         # a temporary workdir is removed on the way out, Ctrl-C and `kill` included
-        rows = run_demo(dataset, client=c, workdir=workdir, seed=seed, max_train=max_train,
-                        progress=not quiet, report=report)
+        rows = run_demo(dataset, client=client, workdir=workdir, seed=seed,
+                        max_train=max_train, progress=not quiet, report=report)
     click.echo(f"dkrp demo on {dataset}: {rows[0]['note']}")
     header = f"{'model':<48} {'features':>8} {'accuracy':>8} {'featurize s':>11} {'train s':>8}"
     click.echo(header)
