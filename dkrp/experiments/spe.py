@@ -343,9 +343,10 @@ EXPERIMENT = Experiment(
            "exact parameters decide the level and cannot be recovered. accuracy = "
            "cv_accuracy (5-fold CV mean, percent) for the synthetic rows; SVC(C=1) on "
            "precomputed Gram matrices. a9a: LinearSVC (C=1) test accuracy; float32 KRP and "
-           "sketches cost 4 bytes per component, bits 1/8 byte. The SPE rows map rows scaled "
-           "to unit length (what `dkrp methods` advises for spe): bits estimate "
-           "<x,y>^2/|y|^2, so on raw a9a rows (|y|^2 = 11..14) a model trained on sketches answered its intercept's class for every "
-           "bit row (the majority class, 76.68 % in an earlier run). The quick profile uses "
-           "class_sep = 2 so that 1,500 points show the approximations' rise with m."),
+           "sketches cost 4 bytes per component, bits 1/8 byte. The SPE rows map rows scaled"
+           " to unit length (what `dkrp methods` advises for spe): bits estimate "
+           "<x,y>^2/|y|^2, so on raw a9a rows (|y|^2 = 11..14) a model trained on sketches "
+           "answered its intercept's class for every bit row (the majority class, 76.68 % in"
+           " an earlier run). The quick profile uses class_sep = 2 so that 1,500 points show"
+           " the approximations' rise with m."),
 )
