@@ -240,7 +240,7 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
         raise click.ClickException(f"{message} {leftover}") from (
             exc.__cause__ if clicked else exc)
     if dry_run:
-        from ..jobs import format_bytes
+        from ..job_size import format_bytes
 
         total = summary["bytes"]
         click.echo(f"dry run: {summary['path']} would hold {_output_text(summary)} = "
@@ -264,7 +264,7 @@ def _announcer(quiet, limit, yes, cores):
     """``on_size`` for :func:`dkrp.jobs.featurize_to_store`: print the job's size and
     estimated time (unless --quiet), then ask when it writes more than --confirm-above
     (``limit`` bytes); ``cores`` of the embedded cluster, None for a running scheduler."""
-    from ..jobs import estimate_seconds, format_bytes
+    from ..job_size import estimate_seconds, format_bytes
     from ._confirm import confirm, format_duration, on_cores
 
     def on_size(size, measure):

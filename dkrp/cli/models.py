@@ -123,7 +123,7 @@ def _announce_training(model, timing, cores, limit, yes, quiet):
     """Print the voters and the estimated time (unless --quiet); ask when the estimate is
     above --confirm-above (``limit`` seconds). ``timing``: :func:`dkrp.ensemble.training.
     time_one_voter`'s dict (None: no estimate, nothing to ask)."""
-    from ..jobs import estimate_seconds
+    from ..job_size import estimate_seconds
     from ._confirm import confirm, format_duration, on_cores
 
     n = model.n_voters

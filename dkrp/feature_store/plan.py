@@ -25,12 +25,8 @@ from .fingerprint import (
     legacy_source_sha256,
     read_edge_rows,
 )
-from .format import (
-    FEATURES_FORMAT,
-    expected_attrs,
-    resume_mismatches,
-    written_chunks,
-)
+from .format import FEATURES_FORMAT, expected_attrs, written_chunks
+from .resume import resume_mismatches
 
 logger = logging.getLogger(__name__)
 
