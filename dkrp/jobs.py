@@ -29,6 +29,7 @@ from .job_size import (  # estimate_seconds, measure_featurize_rate: still found
     measure_featurize_rate,
     size_job,
 )
+from .parallel import WORKER_WAIT, worker_wait  # noqa: F401 - WORKER_WAIT: its old home
 
 __all__ = ["FeaturizeResult", "estimate_seconds", "featurize_to_store",
            "measure_featurize_rate", "open_input", "size_job", "task_budget"]
@@ -414,9 +415,6 @@ def _worker_rss(dask_worker=None):
     return psutil.Process().memory_info().rss
 
 
-#: Seconds a job waits for replacements of workers lost before its first task (dask
-#: config ``dkrp.worker-wait`` overrides it, e.g. ``DASK_DKRP__WORKER_WAIT=300``).
-WORKER_WAIT = 60.0
 
 #: Memory restarts (nanny events) before the first task after which a job stops: the
 #: workers cannot even start within their memory limit.
@@ -449,10 +447,8 @@ def task_budget(client, module=None, wait=None) -> float | None:
     """
     import time
 
-    import dask
-
     if wait is None:
-        wait = float(dask.config.get("dkrp.worker-wait", WORKER_WAIT))
+        wait = worker_wait()
     since = time.time()  # the scheduler stamps events with time.time()
     deadline = time.monotonic() + wait
     workers = client.scheduler_info(n_workers=-1)["workers"]

@@ -29,7 +29,7 @@ from ._blockwise import (
 )
 from ._resources import available_cpus, available_memory
 from ._spec import rebuild
-from .errors import ClusterError, InvalidInputError, SpecError
+from .errors import ClusterError, InvalidInputError, MissingDependencyError, SpecError
 
 logger = logging.getLogger(__name__)
 
@@ -247,6 +247,19 @@ def slurm_cluster_options(**overrides) -> dict:
 
 
 #: Seconds :func:`start_slurm_cluster` gives sbatch to accept the worker jobs.
+#: Seconds a job waits for workers: replacements of workers lost before its first task,
+#: and the rest of a SLURM cluster's workers once the first has joined (dask config
+#: ``dkrp.worker-wait`` overrides it, e.g. ``DASK_DKRP__WORKER_WAIT=300``).
+WORKER_WAIT = 60.0
+
+
+def worker_wait() -> float:
+    """:data:`WORKER_WAIT`, or the dask config ``dkrp.worker-wait`` where it is set."""
+    import dask
+
+    return float(dask.config.get("dkrp.worker-wait", WORKER_WAIT))
+
+
 SLURM_SUBMIT_WAIT = 30.0
 
 
@@ -273,22 +286,21 @@ def start_slurm_cluster(jobs, wait=None, **overrides):
 
     Raises
     ------
-    ImportError
+    MissingDependencyError
         dask-jobqueue is not installed (the ``slurm`` extra).
     ClusterError
         No job size in the dask config, or ``sbatch`` refused the jobs.
     """
     import time
 
-    import dask
 
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError as exc:
-        raise ImportError("Workers as SLURM jobs need dask-jobqueue: pip install "
-                          "'dkrp[slurm]'.") from exc
+        raise MissingDependencyError("Workers as SLURM jobs need dask-jobqueue: pip install "
+                                     "'dkrp[slurm]'.") from exc
     if wait is None:
-        wait = float(dask.config.get("dkrp.worker-wait", 60.0))
+        wait = worker_wait()
     options = slurm_cluster_options(**overrides)
     cluster = SLURMCluster(**options)
     refused = _RefusedJobs()
