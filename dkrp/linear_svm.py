@@ -41,6 +41,9 @@ __all__ = ["PrimalLinearSVC"]
 _CG_RELATIVE = 0.1
 #: above this many features the (k+1)^2 Gram's eigendecomposition costs more than it saves
 _MAX_PRECONDITIONED_FEATURES = 4096
+#: bytes of ``X`` per row block of a CG step's two products (about a core's L2 cache;
+#: of 128 KiB to 2 MiB, 1 MiB was fastest at 500 and close at 2,000 features)
+_BLOCK_BYTES = 1024 * 1024
 
 
 class PrimalLinearSVC(ClassifierMixin, BaseEstimator):
@@ -260,10 +263,9 @@ def _newton_step(X, active, gW, gb, g_norm, live, C, precondition):
     going = live.copy()
     steps = 0
     for _ in range(X.shape[1] + 1):
-        U = X @ pW.astype(X.dtype) + pb.astype(X.dtype)
-        U *= mask
-        HW = pW + 2.0 * C * (X.T @ U).astype(np.float64)
-        Hb = pb + 2.0 * C * U.sum(axis=0, dtype=np.float64)
+        XtU, Usum = _masked_normal_product(X, mask, pW, pb)
+        HW = pW + 2.0 * C * XtU
+        Hb = pb + 2.0 * C * Usum
         steps += 1
         curvature = (pW * HW).sum(axis=0) + pb * Hb
         a = np.where(going, rz / np.where(curvature > 0, curvature, 1.0), 0.0)
@@ -283,6 +285,31 @@ def _newton_step(X, active, gW, gb, g_norm, live, C, precondition):
     return dW, db, steps
 
 
+def _masked_normal_product(X, mask, P, p):
+    """``([X 1]^T (mask * ([X 1] [P; p])))`` as ``(X^T U, sum of U's rows)``, in float64.
+
+    One pass over ``X`` in row blocks small enough to stay in the core's cache between
+    the block's two products: ``X`` is read from memory once per CG step instead of
+    twice. The products are memory-bound (``P`` has one column per class), so this is
+    what the step costs: 20 against 30 ms on 20,000 x 500 float32 features and 61 against
+    109 ms on 20,000 x 2,000, 10 classes, one thread (issue 33's profile).
+    """
+    n, k = X.shape
+    rows = max(64, _BLOCK_BYTES // max(1, k * X.itemsize))
+    P = P.astype(X.dtype)
+    p = p.astype(X.dtype)
+    XtU = np.zeros(P.shape)
+    Usum = np.zeros(P.shape[1])
+    for start in range(0, n, rows):
+        block = X[start:start + rows]
+        U = block @ P
+        U += p
+        U *= mask[start:start + rows]
+        XtU += block.T @ U
+        Usum += U.sum(axis=0, dtype=np.float64)
+    return XtU, Usum
+
+
 def _exact_step(Y, Z, U, W, b, dW, db, C, max_steps=100):
     """Minimise ``f(w + a d)`` over ``a >= 0`` per class: safeguarded Newton on ``f'(a)``.
 
@@ -292,12 +319,17 @@ def _exact_step(Y, Z, U, W, b, dW, db, C, max_steps=100):
     """
     wd = (W * dW).sum(axis=0) + b * db
     dd = (dW ** 2).sum(axis=0) + db ** 2
+    # at a, row i is on when y(z + a u) < 1 and adds (z - y) u + a u^2 to the slope
+    YZ, YU = Y * Z, Y * U
+    ZU, UU = (Z - Y) * U, U * U
 
     def slope(a):
-        Za = Z + a * U
-        on = (Y * Za) < 1.0
-        first = wd + a * dd + 2.0 * C * np.where(on, (Za - Y) * U, 0.0).sum(axis=0)
-        second = dd + 2.0 * C * np.where(on, U * U, 0.0).sum(axis=0)
+        on = YU * a
+        on += YZ
+        on = on < 1.0
+        UU_on = (UU * on).sum(axis=0)
+        first = wd + a * dd + 2.0 * C * ((ZU * on).sum(axis=0) + a * UU_on)
+        second = dd + 2.0 * C * UU_on
         return first, second
 
     K = Y.shape[1]
