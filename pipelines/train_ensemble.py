@@ -34,7 +34,8 @@ def parser():
     p.add_argument("--voters", type=int, default=13)
     p.add_argument("--strategy", choices=["full", "partition"], default="full")
     p.add_argument("--voting", choices=["hard", "soft"], default="hard")
-    p.add_argument("--solver", choices=["auto", "primal", "dual", "sgd"], default="auto")
+    p.add_argument("--solver", choices=["auto", "newton", "primal", "dual", "sgd"],
+                   default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scheduler", help="Dask scheduler address (tcp:// or tls://); "
                    "default: an embedded LocalCluster on 127.0.0.1")

@@ -142,7 +142,7 @@ def test_train_estimates_its_time_and_refuses_without_yes_before_any_cluster(
     assert r.exit_code == 1, r.output
     announce, refusal = r.output.splitlines()
     assert announce.startswith("train: 1000000 voter(s), each 100 rff features and "
-                               "LinearSVC(dual=True) on 1797 rows; estimated ")
+                               "PrimalLinearSVC on 1797 rows; estimated ")
     assert " on 2 cores (one voter took " in announce
     assert announce.endswith(" s on one core on 1000 sample rows, scaled linearly to 1797 "
                              "rows; an estimate)")
@@ -177,7 +177,7 @@ def test_train_asks_on_a_terminal_and_counts_voters_as_they_finish(
     r = _run(*job, input="y\n")
     assert r.exit_code == 0, r.output
     assert r.output.startswith("train: 3 voter(s), each 50 rff features and "
-                               "LinearSVC(dual=True) on 1797 rows; estimated ")
+                               "PrimalLinearSVC on 1797 rows; estimated ")
     assert "voters: 100%" in r.output and "3/3" in r.output  # the bar, voter by voter
     assert "trained 3 voter(s) on 1797 rows" in r.output
     assert len(dkrp.load(model_dir).estimators_) == 3

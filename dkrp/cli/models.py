@@ -33,8 +33,10 @@ from ._group import as_click_errors, cluster_client, cluster_options, main, pars
 @click.option("--voting", type=click.Choice(["hard", "soft"]), default="hard",
               show_default=True, help="Majority vote (ties to the lowest label) or mean "
                                       "decision function.")
-@click.option("--solver", type=click.Choice(["auto", "primal", "dual", "sgd"]), default="auto",
-              show_default=True, help="Linear model: LinearSVC primal/dual or SGD hinge.")
+@click.option("--solver", type=click.Choice(["auto", "newton", "primal", "dual", "sgd"]),
+              default="auto", show_default=True,
+              help="Linear model: newton (dkrp's PrimalLinearSVC; what auto picks), LinearSVC "
+                   "primal/dual (liblinear) or averaged SGD with hinge loss.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Ensemble seed; voter seeds derive from it.")
 @click.option("--overwrite", is_flag=True, help="Replace a model already in --out.")

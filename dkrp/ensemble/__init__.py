@@ -30,18 +30,19 @@ Training strategies (on the given or the default client's cluster, else in this 
         avoid moving data.
 
 Linear model (``estimator="auto"``)
-    ``LinearSVC(dual=True)`` (liblinear's dual coordinate descent) below
-    :data:`SGD_MIN_SAMPLES` rows per voter, ``SGDClassifier(loss="hinge",
-    alpha=1/(C n))`` (the same objective, a few epochs) from there on. The primal
-    solver (``LinearSVC(dual=False)``, trust-region Newton), the usual advice for
-    ``n >> D``, was measured slower on random features: one 500-RFF voter on
-    pooled MNIST took 2.5 s primal / 0.9 s dual / 1.4 s SGD at 5,000 rows
-    (accuracy 94.05 / 94.05 / 93.10 %) and 34.0 s / 12.0 s / 4.6 s at 20,000
-    rows (93.15 / 93.15 / 92.35 %). ``estimator="primal"`` remains available.
-    The SGD threshold is an extrapolation of those two sizes (SGD grows about
-    linearly in n and holds no dual variables), not a measurement at 100,000
-    rows. ``results/legacy/ensemble/solvers.csv`` holds the three measured at
-    5,000 rows (by the thesis script that ``dkrp experiment ensemble`` replaced).
+    :class:`dkrp.PrimalLinearSVC` (``"newton"``, :data:`AUTO_SOLVER`): ``LinearSVC``'s
+    squared-hinge problem solved in the primal by Newton-CG with BLAS products, on the
+    voter's features rounded to float32 (1.4 to 1.7 times faster than float64, the same
+    test accuracy in 6 of 6 fits of 20,000 and 40,000 rows). It was the fastest solver in
+    every cell of ``benchmarks/bench_voter_solvers.py`` (RESULTS.md: one thread, pooled
+    MNIST, 2,000 to 300,000 rows by 500 and 2,000 RFF, C = 1): 4 to 8 times faster than
+    liblinear's dual (``"dual"``, the rule before issue 33) at 500 RFF, 2 to 4 times at
+    2,000, with the same objective to its tolerance, and 5 to 10 times faster than
+    averaged SGD (``"sgd"``, ``SGDClassifier(loss="hinge", average=True)``), which before
+    issue 33 took over from 100,000 rows on an extrapolation. ``"primal"``
+    (``LinearSVC(dual=False)``, liblinear's trust-region Newton without BLAS) took 26.3 s
+    where the dual took 12.5 s and ``PrimalLinearSVC`` 2.1 s on one 20,000-row voter.
+    A voter's features are dense (every dkrp map's are), as ``PrimalLinearSVC`` needs.
 
     liblinear draws from one process-wide generator, so liblinear fits in
     threads of one process take turns (a lock): run voters in worker
@@ -90,14 +91,21 @@ from .persistence import MANIFEST as MANIFEST
 from .scoring import evaluate as evaluate
 from .scoring import summary_lines as summary_lines
 from .scoring import unseen_classes_warning as unseen_classes_warning
-from .voters import SGD_MIN_SAMPLES, VOTER_STREAM, voter_seeds
+from .voters import AUTO_SOLVER, VOTER_STREAM, voter_seeds
 from .voters import hard_vote as hard_vote
 from .voters import make_model as make_model
 
+
+def __getattr__(name):
+    from .voters import removed_name
+
+    return removed_name(__name__, name)
+
+
 __all__ = [
+    "AUTO_SOLVER",
     "ENSEMBLE_FORMAT",
     "RandomFeatureVotingClassifier",
-    "SGD_MIN_SAMPLES",
     "VOTER_STREAM",
     "load_ensemble",
     "voter_seeds",

@@ -36,11 +36,17 @@ from .training import (
     fit_partition,
     progress_callback,
 )
-from .voters import ensemble_block, make_model, solver_name, voter_pipeline, voter_seeds
+from .voters import (
+    SOLVERS,
+    ensemble_block,
+    make_model,
+    solver_name,
+    voter_pipeline,
+    voter_seeds,
+)
 
 _STRATEGIES = ("full", "partition")
 _VOTING = ("hard", "soft")
-_SOLVERS = ("auto", "primal", "dual", "sgd")
 
 
 @register_estimator
@@ -64,12 +70,13 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         training rows, so every voter has the same kernel.
     C : float, default=1.0
         Regularisation of the linear SVMs.
-    estimator : {"auto", "primal", "dual", "sgd"} or classifier, default="auto"
-        The linear model: ``LinearSVC(dual=False)``, ``LinearSVC(dual=True)``,
-        ``SGDClassifier(loss="hinge")``; ``"auto"`` picks dual below
-        :data:`SGD_MIN_SAMPLES` rows per voter and SGD above (measured, see the
-        :mod:`dkrp.ensemble`); or any scikit-learn linear classifier with ``coef_`` and
-        ``intercept_`` (cloned; ``C`` is not applied to it).
+    estimator : {"auto", "newton", "primal", "dual", "sgd"} or classifier, default="auto"
+        The linear model: :class:`dkrp.PrimalLinearSVC` (float32 products),
+        ``LinearSVC(dual=False)``, ``LinearSVC(dual=True)``, averaged
+        ``SGDClassifier(loss="hinge")``; ``"auto"`` is :data:`~dkrp.ensemble.AUTO_SOLVER`
+        (``"newton"``, the fastest at every size measured: see :mod:`dkrp.ensemble`); or
+        any scikit-learn linear classifier with ``coef_`` and ``intercept_`` (cloned;
+        ``C`` is not applied to it).
     voting : {"hard", "soft"}, default="hard"
         Majority vote of labels (ties to the lowest label) or the mean decision
         function, each class's over the voters that saw it.
@@ -114,9 +121,9 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         check_choice("voting", self.voting, _VOTING)
         check_choice("strategy", self.strategy, _STRATEGIES)
         if isinstance(self.estimator, str):
-            check_choice("estimator", self.estimator, _SOLVERS)
+            check_choice("estimator", self.estimator, SOLVERS)
         elif not hasattr(self.estimator, "fit"):
-            raise InvalidInputError(f"estimator must be one of {_SOLVERS} or a classifier, got "
+            raise InvalidInputError(f"estimator must be one of {SOLVERS} or a classifier, got "
                                     f"{self.estimator!r}.")
         if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
             raise InvalidInputError(f"C must be a positive number, got {self.C!r}.")
