@@ -35,9 +35,9 @@ Linear model (``estimator="auto"``)
     voter's features rounded to float32 (1.4 to 1.7 times faster than float64, the same
     test accuracy in 6 of 6 fits of 20,000 and 40,000 rows). It was the fastest solver in
     every cell of ``benchmarks/bench_voter_solvers.py`` (RESULTS.md: one thread, pooled
-    MNIST, 2,000 to 300,000 rows by 500 and 2,000 RFF, C = 1): 4 to 8 times faster than
+    MNIST, 2,000 to 300,000 rows by 500 and 2,000 RFF, C = 1): 3 to 8 times faster than
     liblinear's dual (``"dual"``, the rule before issue 33) at 500 RFF, 2 to 4 times at
-    2,000, with the same objective to its tolerance, and 5 to 10 times faster than
+    2,000, with the same objective to its tolerance, and 3 to 10 times faster than
     averaged SGD (``"sgd"``, ``SGDClassifier(loss="hinge", average=True)``), which before
     issue 33 took over from 100,000 rows on an extrapolation. ``"primal"``
     (``LinearSVC(dual=False)``, liblinear's trust-region Newton without BLAS) took 26.3 s

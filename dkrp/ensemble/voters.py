@@ -92,8 +92,8 @@ def make_model(solver, C, n_samples, n_components, random_state):
     ``LinearSVC(dual=False)`` and ``LinearSVC(dual=True)`` (liblinear); ``"sgd"``: averaged
     ``SGDClassifier(loss="hinge", alpha=1/(C n))``. ``"auto"``: :data:`AUTO_SOLVER`, the
     fastest in every cell of the measured table (``benchmarks/bench_voter_solvers.py``:
-    n from 300 to 300,000 rows, 500 to 5,000 features; see :mod:`dkrp.ensemble`). A
-    voter's features are dense (every dkrp map's are), which ``"newton"`` needs.
+    2,000 to 300,000 rows by 500 and 2,000 features; see :mod:`dkrp.ensemble`). A voter's
+    features are dense (every dkrp map's are), which ``"newton"`` needs.
     """
     from sklearn.linear_model import SGDClassifier
     from sklearn.svm import LinearSVC
