@@ -698,8 +698,19 @@ def test_solvers_build_the_models_they_name():
     sgd = make_model("sgd", 2.0, 1000, 500, 0)
     assert sgd.alpha == pytest.approx(1 / 2000) and sgd.loss == "hinge"
     assert sgd.average is True  # averaged: the schedule that converges (issue 33)
-    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone"):
-        from dkrp.ensemble import SGD_MIN_SAMPLES  # noqa: F401
+    import dkrp.ensemble.voters
+
+    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as caught:
+        from dkrp.ensemble import SGD_MIN_SAMPLES
+    assert SGD_MIN_SAMPLES == 100_000
+    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as direct:
+        assert dkrp.ensemble.voters.SGD_MIN_SAMPLES == 100_000
+    # the warning names the line that read the old name (stacklevel), not dkrp's
+    assert caught[0].filename == direct[0].filename == __file__
+    for module in (dkrp.ensemble, dkrp.ensemble.voters):
+        with pytest.raises(AttributeError, match=f"module '{module.__name__}' has no "
+                                                 "attribute 'SGD_MAX_SAMPLES'"):
+            module.SGD_MAX_SAMPLES  # noqa: B018
 
 
 def test_newton_voter_fits_float32_features_of_float64_rows(digits):
