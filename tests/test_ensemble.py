@@ -698,6 +698,7 @@ def test_solvers_build_the_models_they_name():
     sgd = make_model("sgd", 2.0, 1000, 500, 0)
     assert sgd.alpha == pytest.approx(1 / 2000) and sgd.loss == "hinge"
     assert sgd.average is True  # averaged: the schedule that converges (issue 33)
+    assert sgd.tol == 1e-4 and sgd.max_iter == 200 and sgd.random_state == 0
     import dkrp.ensemble.voters
 
     with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as caught:
@@ -707,6 +708,9 @@ def test_solvers_build_the_models_they_name():
         assert dkrp.ensemble.voters.SGD_MIN_SAMPLES == 100_000
     # the warning names the line that read the old name (stacklevel), not dkrp's
     assert caught[0].filename == direct[0].filename == __file__
+    assert str(caught[0].message) == (
+        "SGD_MIN_SAMPLES is gone: estimator='auto' picks the primal Newton solver at every "
+        "size measured (AUTO_SOLVER) and no longer switches to SGD.")
     for module in (dkrp.ensemble, dkrp.ensemble.voters):
         with pytest.raises(AttributeError, match=f"module '{module.__name__}' has no "
                                                  "attribute 'SGD_MAX_SAMPLES'"):
