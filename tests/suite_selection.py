@@ -159,10 +159,11 @@ def belongs_to_full_suite(item) -> str | None:
         return " and ".join(sorted(reasons))
     info = getattr(item, "_fixtureinfo", None)
     for name, defs in (info.name2fixturedefs.items() if info else ()):
-        for fixturedef in defs:
-            reasons = function_reasons(fixturedef.func)
-            if reasons:
-                return f"fixture {name!r} " + " and ".join(sorted(reasons))
+        # the last definition is the one the test gets: a module's in-process fixture
+        # overriding conftest.py's process-starting one of the same name keeps it fast
+        reasons = function_reasons(defs[-1].func) if defs else frozenset()
+        if reasons:
+            return f"fixture {name!r} " + " and ".join(sorted(reasons))
     return None
 
 

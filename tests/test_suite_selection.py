@@ -85,3 +85,39 @@ def test_full_runs_everything_and_marks_what_only_it_runs(inner):
     ])
     everything = inner.runpytest("-p", "suite_selection", "-q", "--full", "-k", "not hides")
     everything.assert_outcomes(passed=6, deselected=1)
+
+
+def test_a_module_fixture_overriding_a_process_starting_one_keeps_its_tests_fast(pytester):
+    # conftest.py's cluster fixture starts processes; a module that overrides it with an
+    # in-process one keeps its tests in the fast set (the fixture they get is the module's)
+    pytester.makeini("[pytest]\nmarkers =\n    slow: s\n    cluster: c\n    data: d\n")
+    pytester.makeconftest('''
+import subprocess, sys
+
+import pytest
+
+
+@pytest.fixture
+def address():
+    if False:
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return "a process"
+''')
+    pytester.makepyfile(test_overrides='''
+import pytest
+
+
+@pytest.fixture
+def address():
+    return "in process"
+
+
+def test_gets_the_in_process_fixture(address):
+    assert address == "in process"
+''', test_inherits='''
+def test_gets_the_process_fixture(address):
+    assert address == "a process"
+''')
+    fast = pytester.runpytest("-p", "suite_selection", "-q", "-rA")
+    fast.assert_outcomes(passed=1, deselected=1)
+    fast.stdout.fnmatch_lines(["*PASSED test_overrides.py::test_gets_the_in_process_fixture"])
