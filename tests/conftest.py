@@ -60,34 +60,18 @@ def no_siblings(dest: Path) -> bool:
     return not dest.exists() and not siblings
 
 
-@pytest.fixture(scope="session")
-def process_cluster():
-    """dkrp's own ``LocalCluster`` of 2 worker processes × 1 thread on 127.0.0.1, started
-    once per pytest process and shared by every module that only submits work to it
-    (through :func:`client` or :func:`scheduler_address`). A test that kills, hangs,
-    restarts or resizes workers, or needs fresh ones, starts its own cluster: this one
-    must look the same to every module that uses it."""
-    from dkrp.parallel import start_local_cluster
-
-    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
-        yield cluster
-
-
 @pytest.fixture(scope="module")
-def client(process_cluster):
-    """A client of the shared :func:`process_cluster` for a test module, not made the
-    default one (a test module needing a default client defines its own ``client``).
-    It closes with the module, releasing whatever the module's tests left on the workers."""
+def client():
+    """A real cluster for a test module: dkrp's own ``LocalCluster`` of 2 worker processes
+    × 1 thread on 127.0.0.1, and a client that is not made the default one (a test
+    module needing a default client defines its own ``client``)."""
     from distributed import Client
 
-    with Client(process_cluster, set_as_default=False) as c:
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
+            Client(cluster, set_as_default=False) as c:
         yield c
-
-
-@pytest.fixture(scope="module")
-def scheduler_address(process_cluster):
-    """The address of the shared :func:`process_cluster`, for ``dkrp ... --scheduler``."""
-    return process_cluster.scheduler_address
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,14 @@ pytestmark = pytest.mark.cluster
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module")
+def scheduler_address():
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster.scheduler_address
+
+
 def _run(*args):
     result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
     return result

@@ -67,6 +67,14 @@ def dataset(tmp_path):
     return tmp_path / "x.zarr", X
 
 
+@pytest.fixture(scope="module")
+def scheduler_address():
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster.scheduler_address
+
+
 # -- case 1: --overwrite replaces only feature stores, never IN -------------------------------
 
 

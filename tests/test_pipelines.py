@@ -16,6 +16,14 @@ pytestmark = [pytest.mark.cluster, pytest.mark.data]
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module")
+def scheduler_address():
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster.scheduler_address
+
+
 def _run_pipeline(script, *args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}

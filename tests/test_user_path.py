@@ -41,6 +41,14 @@ def _flat(text):
     return " ".join(text.split())
 
 
+@pytest.fixture(scope="module")
+def scheduler_address():
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster.scheduler_address
+
+
 # -- case 4: defaults, help, chunks ----------------------------------------------------------
 
 

@@ -25,6 +25,14 @@ pytestmark = pytest.mark.cluster
 CHUNK = 100
 
 
+@pytest.fixture(scope="module")
+def scheduler_address():
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster:
+        yield cluster.scheduler_address
+
+
 def _run(*args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
