@@ -248,30 +248,20 @@ def _solvers(model):
     return " + ".join(names)
 
 
-def voter_floor(model, X, y, threads, repeats=2):
+def voter_floor(model, X, y, threads):
     """The ensemble's floor: one voter's featurize plus fit, alone in this process on one
     thread (a worker thread's share), times the voters, over the workers' ``threads``.
 
     The voter is voter 0 of ``model`` as its ``fit`` trains it (its map, seeds, solver,
-    and rows: all of them for ``"full"``, the first row block for ``"partition"``); the
-    fastest of ``repeats`` runs counts. Returns ``(floor seconds, one voter's seconds)``.
+    and rows: all of them for ``"full"``, the first row block for ``"partition"``), timed
+    by :func:`dkrp.ensemble.training.time_one_voter` on all its rows (the fastest of two
+    runs). Returns ``(floor seconds, one voter's seconds)``.
     """
-    from threadpoolctl import threadpool_limits
+    from dkrp.ensemble.training import time_one_voter
 
-    from dkrp.ensemble.training import partition_sizes
-    from dkrp.ensemble.voters import train_voter
-
-    rows = X.shape[0] if model.strategy == "full" else partition_sizes(X.shape[0],
-                                                                       model.n_voters)[0]
-    projector, linear = model._voters(model.random_state, model._template(), rows)[0]
-    times = []
-    with threadpool_limits(1), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            train_voter(X[:rows], y[:rows], projector, linear, 0)
-            times.append(time.perf_counter() - t0)
-    one = min(times)
+        one = time_one_voter(model, X, y, max_rows=X.shape[0])["measured"]
     return one * model.n_voters / threads, one
 
 
