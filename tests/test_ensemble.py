@@ -18,6 +18,7 @@ import pytest
 from sklearn.datasets import load_digits, make_classification
 
 import dkrp
+from dkrp._resources import available_cpus
 from dkrp.ensemble import RandomFeatureVotingClassifier, hard_vote, voter_seeds
 from dkrp.errors import PartitionInputError, SpecError
 from dkrp.parallel import start_local_cluster
@@ -721,7 +722,7 @@ def test_newton_voter_fits_float32_features_of_float64_rows(digits):
     """The newton voter's products run in float32 (1.4-1.7x faster, the same accuracy):
     its coefficients are those of a fit on the float64 features rounded to float32."""
     from dkrp._blockwise import task_threads
-    from dkrp._threading import limit_threads
+    from dkrp._threading import blas_one_thread, limit_threads
     from dkrp.ensemble.voters import make_model, train_voter
     from dkrp.linear_svm import PrimalLinearSVC
 
@@ -730,7 +731,7 @@ def test_newton_voter_fits_float32_features_of_float64_rows(digits):
     result = train_voter(Xtr, ytr, projector, make_model("newton", 1.0, len(ytr), 80, 0), 0)
     Z = projector.fit(Xtr).transform(Xtr)
     assert Z.dtype == np.float64
-    with limit_threads(task_threads()):
+    with limit_threads(task_threads()), blas_one_thread():  # as a voter fits
         f32 = PrimalLinearSVC(C=1.0).fit(Z.astype(np.float32), ytr)
         f64 = PrimalLinearSVC(C=1.0).fit(Z, ytr)
     np.testing.assert_array_equal(result["coef"], f32.coef_.astype(np.float64))
@@ -1051,3 +1052,35 @@ def test_partition_voter_of_one_class_names_its_rows():
                                          r"\(rows 20\.\.29\)"):
         RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
                                       random_state=0).fit(Xd, yd)
+
+
+@pytest.mark.skipif(available_cpus() < 2, reason="one CPU: every share is one thread anyway")
+@pytest.mark.parametrize("strategy", ["full", "partition"])
+def test_voters_in_this_process_train_side_by_side_with_one_blas_thread_each(
+        digits, strategy, monkeypatch):
+    # a multi-threaded BLAS on the solvers' small products made newton voters 10-15x
+    # slower on a busy machine; voters in turn with one BLAS thread would idle the others
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    from dkrp._threading import num_threads
+    from dkrp.linear_svm import PrimalLinearSVC
+
+    seen = []
+    fit = PrimalLinearSVC.fit
+
+    def recording_fit(self, X, y):  # the real fit, with what it ran under written down
+        blas = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        seen.append((blas, num_threads(), threading.get_ident()))
+        return fit(self, X, y)
+
+    monkeypatch.setattr(PrimalLinearSVC, "fit", recording_fit)
+    Xtr, ytr, _, _ = digits
+    n_voters = 2 * available_cpus()
+    RandomFeatureVotingClassifier(n_voters=n_voters, n_components=40, random_state=0,
+                                  strategy=strategy).fit(Xtr, ytr)
+    assert len(seen) == n_voters
+    assert {blas for blas, _, _ in seen} == {1}
+    assert {share for _, share, _ in seen} == {1}
+    assert len({thread for _, _, thread in seen}) > 1  # side by side

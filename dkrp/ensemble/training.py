@@ -14,6 +14,7 @@ See :mod:`dkrp.ensemble` for the data movement of each strategy.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -126,9 +127,9 @@ def fit_full(X, y, voters, client, report, dask_input, run):
     if client is None:
         if dask_input:
             X, y = X.compute(), y.compute()
-        with ThreadPoolExecutor(1) as pool:  # in turn: each voter uses every core
-            futures = {pool.submit(_train_voter_retrying, X, y, *voters[i], i,
-                                   retries=run.retries): i for i in run.todo}
+        with _local_pool(len(run.todo)) as submit:
+            futures = {submit(_train_voter_retrying, X, y, *voters[i], i,
+                              retries=run.retries): i for i in run.todo}
             return _collect_local(futures, run, report, total, lambda i: None)
     if dask_input:
         # assembled on a worker from the graph: a lost copy is recomputed
@@ -172,10 +173,8 @@ def fit_partition(X, y, voters, client, report, dask_input, run, *, voting, clas
         return f"partition {i}, rows {offsets[i]}..{offsets[i] + X.chunks[0][i] - 1}"
 
     if client is None:
-        from .._resources import available_cpus
-
-        with ThreadPoolExecutor(available_cpus()) as pool:
-            futures = {pool.submit(dask.compute, tasks[i], scheduler="sync"): i
+        with _local_pool(len(run.todo)) as submit:
+            futures = {submit(dask.compute, tasks[i], scheduler="sync"): i
                        for i in run.todo}
             return _collect_local(futures, run, report, total, where,
                                   unpack=lambda r: r[0]), blockwise
@@ -244,6 +243,28 @@ def _gather(futures, client, run, report, total, where):
     return _collect(as_completed(list(futures), loop=client.loop), futures, run, report,
                     total, where, cancel, lambda exc: attempts_allowed(exc, run.retries, client),
                     release=lambda future: future.release())
+
+
+@contextlib.contextmanager
+def _local_pool(n_voters):
+    """``submit(fn, *args, **kwargs)`` of ``n_voters`` voters trained in this process (no
+    client): as many at once as there are CPUs, each with its share of them, as on workers.
+
+    A voter's model then fits with BLAS on one thread (:func:`train_voter`), so voters
+    trained in turn would leave all but one core idle; and one voter's multi-threaded
+    BLAS on small products is 10-15x slower on a busy machine (issue 33's follow-up).
+    """
+    from .._resources import available_cpus
+    from .._threading import limit_threads
+
+    at_once = max(1, min(available_cpus(), n_voters))
+    share = max(1, available_cpus() // at_once)
+    with ThreadPoolExecutor(at_once) as pool:
+        def with_share(fn, *args, **kwargs):
+            with limit_threads(share):
+                return fn(*args, **kwargs)
+
+        yield lambda fn, *args, **kwargs: pool.submit(with_share, fn, *args, **kwargs)
 
 
 def _collect_local(futures, run, report, total, where, unpack=lambda r: r):

@@ -124,7 +124,7 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
     from sklearn.exceptions import ConvergenceWarning
 
     from .._blockwise import task_threads, worker_address
-    from .._threading import limit_threads
+    from .._threading import blas_one_thread, limit_threads
 
     t0 = time.perf_counter()
     where = f"partition {partition} (rows {row_offset}..{row_offset + X.shape[0] - 1})" \
@@ -144,7 +144,9 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
             "use {}.", index, labels[0], where, Param("strategy", "full")))
     projector = clone(projector)
     model = clone(model)
-    with limit_threads(task_threads()):
+    # BLAS on one thread: the solvers' products are small and memory-bound, and a
+    # multi-threaded BLAS on a busy machine made newton fits 10-15x slower
+    with limit_threads(task_threads()), blas_one_thread():
         projector.fit(X)
         Z = projector.transform(X)
         if type(model).__name__ == "PrimalLinearSVC":
