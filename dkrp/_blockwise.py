@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._spec import rebuild, spec_json
-from ._validation import FLOAT_DTYPES, check_finite_rows
+from ._validation import check_finite_rows, check_float_dtype
 from .errors import InvalidInputError, PartitionInputError, SpecError
 
 logger = logging.getLogger(__name__)
@@ -176,10 +176,7 @@ def _map_block(block, spec_text, dtype, offsets, output="features", block_info=N
 
 def output_dtype(X, dtype):
     if dtype is not None:
-        dtype = np.dtype(dtype)
-        if dtype not in FLOAT_DTYPES:
-            raise InvalidInputError(f"dtype must be float32 or float64, got {dtype}.")
-        return dtype
+        return check_float_dtype(dtype)
     return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
 
 

@@ -37,6 +37,7 @@ PUBLIC_MODULES = {
     "PrimalLinearSVC": "dkrp.linear_svm",
     "RandomFeatureVotingClassifier": "dkrp.ensemble",
     "featurize_to_store": "dkrp.jobs",
+    "StoreOptions": "dkrp.feature_store",
     "read_features": "dkrp.feature_store",
     "open_xarray": "dkrp.feature_store",
     "unpack_bits": "dkrp.features.sign_product",

@@ -22,6 +22,8 @@ __all__ = [
     "check_integer",
     "check_real",
     "check_choice",
+    "check_float_dtype",
+    "options_object",
     "first_nonfinite_row",
     "FLOAT_DTYPES",
     "is_dask_collection",
@@ -152,6 +154,42 @@ def check_choice(name, value, choices):
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
         raise InvalidInputError(f"{name} must be one of {options}; got {value!r}.")
+    return value
+
+
+def check_float_dtype(dtype):
+    """Check that ``dtype`` is one projectors compute in (:data:`FLOAT_DTYPES`); return it
+    as a ``numpy.dtype``, or None for None (the input's own: float32 stays float32)."""
+    if dtype is None:
+        return None
+    dtype = np.dtype(dtype)
+    if dtype not in FLOAT_DTYPES:
+        raise InvalidInputError(f"dtype must be float32 or float64, got {dtype}.")
+    return dtype
+
+
+def options_object(cls, value, name, keywords, *, where):
+    """``value``, an instance of the dataclass ``cls`` passed as ``name=``, or, when it is
+    None, ``cls(**keywords)``: the same options given one by one as keywords of ``where``.
+
+    Raises
+    ------
+    InvalidTypeError
+        ``value`` is not a ``cls``, or keywords were given beside it (which of the two
+        should win would be a guess: each option is given one way).
+    """
+    if value is None:
+        return cls(**keywords)
+    if not isinstance(value, cls):
+        raise InvalidTypeError(f"{where}: {name} must be a {cls.__name__}, got "
+                               f"{type(value).__name__}.")
+    if keywords:
+        given = ", ".join(f"{key}=" for key in keywords)
+        first = next(iter(keywords))
+        raise InvalidTypeError(
+            f"{where}() got {given} beside {name}={cls.__name__}(...): give each option one "
+            f"way, in {name} or as a keyword, not both (e.g. {name}=dataclasses.replace("
+            f"{name}, {first}=...)).")
     return value
 
 

@@ -40,7 +40,7 @@ def _n_components(projector) -> int | None:
 
 
 def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
-             store_dtype=None, overwrite=False) -> dict:
+             store_dtype=None, overwrite=False, store=None) -> dict:
     """Size a featurize job without fitting, computing or writing anything.
 
     Parameters
@@ -53,6 +53,10 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
         its replacement gets the ``chunk_rows`` asked for).
     dtype, chunk_rows, bits, store_dtype, overwrite
         As for :func:`featurize_to_store`.
+    store : StoreOptions, optional
+        ``dtype``, ``chunk_rows``, ``bits`` and ``store_dtype`` (and the compressor,
+        which does not change the sizes before compression) as one value
+        (:class:`~dkrp.feature_store.StoreOptions`), instead of those keywords.
 
     Returns
     -------
@@ -71,12 +75,16 @@ def size_job(X, projector, dest, *, dtype=None, chunk_rows=None, bits=False,
     from ._store import read_attrs
     from .feature_store.encoding import row_bytes
     from .feature_store.format import FEATURES_FORMAT
+    from .feature_store.options import StoreOptions
     from .feature_store.plan import chunk_rows_refusal, model_bytes, new_chunk_rows, task_memory
 
+    store = StoreOptions.given(store, where="size_job", dtype=dtype, chunk_rows=chunk_rows,
+                               bits=bits, store_dtype=store_dtype)
+    bits, store_dtype, chunk_rows = store.bits, store.store_dtype, store.chunk_rows
     path = Path(dest).expanduser().absolute()
     n, d = int(X.shape[0]), int(X.shape[1])
     k = _n_components(projector)
-    out_dtype = np.dtype(output_dtype(X, dtype))
+    out_dtype = np.dtype(output_dtype(X, store.dtype))
     stored = np.dtype(np.uint8 if bits else store_dtype or out_dtype)
     per_row = row_bytes(k or 0, out_dtype, bits=bits, store_dtype=store_dtype)
     old = read_attrs(path) if path.is_dir() else None

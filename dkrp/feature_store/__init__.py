@@ -10,6 +10,8 @@ a killed run resume without redoing finished work:
   to its input;
 * :mod:`~dkrp.feature_store.encoding`: how a store holds its values (float features
   or packed SPE sign bits, a narrower store dtype, the chunk compressor);
+* :mod:`~dkrp.feature_store.options`: :class:`StoreOptions`, what a run asks of its
+  store, as one value;
 * :mod:`~dkrp.feature_store.plan`: :func:`plan_features`, every check before a
   write;
 * :mod:`~dkrp.feature_store.tasks`: the per-chunk write tasks, retries, naming a
@@ -36,6 +38,7 @@ from .format import (
     open_xarray,
     read_features,
 )
+from .options import StoreOptions
 from .plan import plan_features
 from .verify import verify_features, verify_store
 from .write import write_features, write_plan
@@ -47,6 +50,7 @@ __all__ = [
     "FeatureStoreError",
     "FeatureStoreMismatchError",
     "PartitionError",
+    "StoreOptions",
     "describe_features",
     "input_fingerprint",
     "open_features",

@@ -88,8 +88,10 @@ def check_store_options(projector, *, bits=False, store_dtype=None, compressor=N
 
     Parameters
     ----------
-    projector : BaseProjector
-        Fitted or not.
+    projector : BaseProjector or None
+        Fitted or not; None when it is not known yet (as
+        :class:`~dkrp.feature_store.StoreOptions` checks its values): the check of
+        ``bits`` against the map is left for when it is.
     bits : bool, default=False
         Store packed sign bits: only projectors with ``transform_bits``
         (:class:`~dkrp.SignProductEmbedding`) have them.
@@ -109,7 +111,7 @@ def check_store_options(projector, *, bits=False, store_dtype=None, compressor=N
         compressor; the message says what to pass instead.
     """
     bits = bool(bits)
-    if bits and "bits" not in getattr(projector, "outputs", ()):
+    if bits and projector is not None and "bits" not in getattr(projector, "outputs", ()):
         spe = Param("method", "spe")  # from Python, the projector is passed
         raise InvalidInputError(Message(
             "{} stores packed sign bits, which only SignProductEmbedding{} makes, not {}: "

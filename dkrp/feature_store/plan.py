@@ -17,7 +17,7 @@ import numpy as np
 from .._blockwise import prepare_input
 from .._store import read_attrs
 from ..errors import FeatureStoreError, FeatureStoreMismatchError, InvalidInputError, Message, Param
-from .encoding import check_store_options, row_bytes
+from .encoding import row_bytes
 from .fingerprint import (
     edge_rows_sha256,
     fingerprint_pending,
@@ -26,6 +26,7 @@ from .fingerprint import (
     read_edge_rows,
 )
 from .format import FEATURES_FORMAT, expected_attrs, written_chunks
+from .options import StoreOptions
 from .resume import resume_mismatches
 
 logger = logging.getLogger(__name__)
@@ -203,7 +204,8 @@ def check_output_path(out_path, *, input_path=None) -> None:
 
 def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source=None,
                   fingerprint=None, chunk_rows=None, max_chunk_bytes=None,
-                  labels=None, bits=False, store_dtype=None, compressor=None) -> dict:
+                  labels=None, bits=False, store_dtype=None, compressor=None,
+                  store=None) -> dict:
     """Check a feature-store run before anything is written or any cluster is started.
 
     Validates ``X`` for ``projector`` (feature count, 2-D, numeric), refuses an output
@@ -230,6 +232,9 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     (:mod:`dkrp.feature_store.encoding`): packed sign bits of a SignProductEmbedding,
     features cast to a narrower dtype than ``dtype`` (the one they are computed in),
     and the codec of each chunk. ``max_chunk_bytes`` counts stored bytes.
+    ``store`` (a :class:`~dkrp.feature_store.StoreOptions`) gives ``dtype``,
+    ``chunk_rows``, ``bits``, ``store_dtype`` and ``compressor`` as one value, instead
+    of those keywords (not beside them).
 
     Returns
     -------
@@ -262,13 +267,15 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
     if input_path is None and fingerprint is not None:
         input_path = fingerprint.get("source_path")
     check_output_path(path, input_path=input_path)
-    options = check_store_options(projector, bits=bits, store_dtype=store_dtype,
-                                  compressor=compressor)
-    X, out_dtype = _checked_input(X, projector, dtype, labels, input_path)
+    options = StoreOptions.given(store, where="plan_features", dtype=dtype,
+                                 chunk_rows=chunk_rows, bits=bits, store_dtype=store_dtype,
+                                 compressor=compressor)
+    options.check_for(projector)
+    chunk_rows = options.chunk_rows
+    X, out_dtype = _checked_input(X, projector, options.dtype, labels, input_path)
     fingerprint, edge_rows = _fingerprint(X, source, fingerprint, path)
     k, itemsize = int(projector._n_features_out), np.dtype(out_dtype).itemsize
-    stored_row = row_bytes(k, out_dtype, bits=options["bits"],
-                           store_dtype=options["store_dtype"])
+    stored_row = row_bytes(k, out_dtype, bits=options.bits, store_dtype=options.store_dtype)
     new_rows = new_chunk_rows(X, stored_row, chunk_rows, max_chunk_bytes)
 
     def against(old):
@@ -279,7 +286,7 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
         regrid = old is not None and chunk_rows is not None and rows != new_rows
         aligned, rows = _align_rows(X, (new_rows if regrid else rows) or None)
         attrs = expected_attrs(projector, aligned, out_dtype, rows, fingerprint,
-                               **options)
+                               **options.encoding())
         old = _content_identity(old, fingerprint, source)
         problems = resume_mismatches(old, attrs) if old is not None else []
         if regrid:
@@ -331,10 +338,10 @@ def plan_features(X, projector, out_path, *, overwrite=False, dtype=None, source
                          model_bytes(projector))
     if labels is not None:
         attrs["has_labels"] = True
-    store = {"bits": options["bits"], "store_dtype": options["store_dtype"]}
     return {"action": action, "path": path, "build_path": build, "replace": replace,
             "restart": build in restarted, "attrs": attrs, "X": aligned, "dtype": out_dtype,
-            "store": store, "missing": missing,
+            "store": {"bits": options.bits, "store_dtype": options.store_dtype},
+            "missing": missing,
             "task_memory": memory, "labels": labels, "edge_rows": edge_rows,
             "seconds": time.perf_counter() - t0}
 

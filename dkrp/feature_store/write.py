@@ -57,6 +57,7 @@ from .format import (
     write_labels,
     written_chunks,
 )
+from .options import StoreOptions
 from .plan import plan_features
 from .tasks import run_chunk_writes
 
@@ -80,6 +81,7 @@ def write_features(
     bits=False,
     store_dtype=None,
     compressor=None,
+    store=None,
 ):
     """Featurize ``X`` into a resumable Zarr v3 feature store.
 
@@ -125,6 +127,9 @@ def write_features(
         stays incomplete.
     compressor : {None, "none", "zstd", "gzip", "blosc-lz4", "blosc-zstd"}
         Codec of each chunk (default none). See :mod:`dkrp.feature_store.encoding`.
+    store : StoreOptions, optional
+        ``dtype``, ``bits``, ``store_dtype`` and ``compressor`` (and ``chunk_rows``) as
+        one value (:class:`~dkrp.feature_store.StoreOptions`), instead of those keywords.
 
     Returns
     -------
@@ -152,9 +157,10 @@ def write_features(
     from .._validation import check_integer
 
     retries = check_integer("retries", retries, minimum=0)
-    plan = plan_features(X, projector, out_path, overwrite=overwrite, dtype=dtype,
-                         source=source, fingerprint=fingerprint, bits=bits,
-                         store_dtype=store_dtype, compressor=compressor)
+    store = StoreOptions.given(store, where="write_features", dtype=dtype, bits=bits,
+                               store_dtype=store_dtype, compressor=compressor)
+    plan = plan_features(X, projector, out_path, overwrite=overwrite, source=source,
+                         fingerprint=fingerprint, store=store)
     return write_plan(plan, projector, client=client, progress=progress, retries=retries)
 
 
