@@ -38,6 +38,8 @@ PUBLIC_MODULES = {
     "RandomFeatureVotingClassifier": "dkrp.ensemble",
     "featurize_to_store": "dkrp.jobs",
     "StoreOptions": "dkrp.feature_store",
+    "ScalingOptions": "dkrp.preprocessing",
+    "JobHooks": "dkrp.jobs",
     "read_features": "dkrp.feature_store",
     "open_xarray": "dkrp.feature_store",
     "unpack_bits": "dkrp.features.sign_product",

@@ -8,11 +8,26 @@ provenance. The steps themselves live where they always did: the job's size befo
 runs in :mod:`dkrp.job_size`, the store format and write protocol in
 :mod:`dkrp.feature_store`, the worker check in :mod:`dkrp.parallel`, the readers in
 :mod:`dkrp.io`.
+
+A job's options travel as three frozen values, each also taken one by one as keywords:
+:class:`~dkrp.feature_store.StoreOptions` (what the store holds and its chunks),
+:class:`~dkrp.preprocessing.ScalingOptions` (the scaling a map fitted here learns) and
+:class:`JobHooks` (progress and callbacks).
+
+On memory: the job is sized before anything runs (:func:`size_job`), and an output
+larger than the free space at the destination is refused before the fit. Once the
+cluster is up, each worker's memory limit, threads and memory in use give the memory a
+task may take (:func:`task_budget`); a new store's chunks are made small enough (the
+input is rechunked to match), and a task that still cannot fit (``chunk_rows`` given, or
+an existing store's grid) is refused naming the ``chunk_rows`` that would. Workers whose
+memory in use already exceeds the pause threshold (``--memory-limit`` below what a
+worker needs to start) are refused instead of leaving the job hanging.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import logging
 import time
@@ -21,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._validation import check_integer, options_object
 from .errors import CapacityError, ClusterError, InvalidInputError, InvalidTypeError, Message, Param
 from .job_size import (  # estimate_seconds, measure_featurize_rate: still found here too
     check_disk,
@@ -31,7 +47,7 @@ from .job_size import (  # estimate_seconds, measure_featurize_rate: still found
 )
 from .parallel import WORKER_WAIT, worker_wait  # noqa: F401 - WORKER_WAIT: its old home
 
-__all__ = ["FeaturizeResult", "estimate_seconds", "featurize_to_store",
+__all__ = ["FeaturizeResult", "JobHooks", "estimate_seconds", "featurize_to_store",
            "measure_featurize_rate", "open_input", "size_job", "task_budget"]
 
 logger = logging.getLogger(__name__)
@@ -68,119 +84,20 @@ def open_input(path):
     return open_(path)
 
 
-def featurize_to_store(
-    source,
-    dest,
-    projector,
-    *,
-    client=None,
-    overwrite=False,
-    dtype=None,
-    retries=0,
-    progress=True,
-    check=True,
-    provenance=None,
-    on_plan=None,
-    on_fit=None,
-    chunk_rows=None,
-    dry_run=False,
-    standardize=False,
-    scale_rows=None,
-    labels=None,
-    bits=False,
-    store_dtype=None,
-    compressor=None,
-    on_warning=None,
-    on_size=None,
-) -> FeaturizeResult:
-    """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JobHooks:
+    """How a featurize job reports to its caller: progress, and callbacks at each step.
 
-    Steps: open the input (:func:`open_input`); fit ``projector`` on it unless it is
-    fitted (data-dependent maps make their one pass over the input, on the cluster; a
-    fitted projector, e.g. ``dkrp.from_spec`` of a training store's spec, is never
-    refitted: that is how a test set gets the training map); plan the run once
-    (:func:`dkrp.feature_store.plan_features`: a store made by another run is refused
-    here, before any cluster is started, and a finished store ends the job); check that
-    every worker regenerates the projector (:func:`dkrp.parallel.check_workers`); write
-    the missing chunks (:func:`dkrp.feature_store.write_plan`).
+    For :func:`featurize_to_store` (``hooks=JobHooks(...)``, or the same keywords).
+    Each callback is optional; the steps call them in this order: ``on_size``,
+    ``on_fit``, ``on_plan``, ``on_warning``, ``progress``.
 
     Parameters
     ----------
-    source : str, os.PathLike or dask.array.Array
-        A dataset store, ``.npy`` or Parquet path (see :func:`open_input`), or a
-        dask array (e.g. a preprocessed one; pass its ``provenance``).
-    dest : str or os.PathLike
-        The feature store directory (visible to every worker).
-    projector : BaseProjector
-        Fitted (used as it is, never refitted), or to be fitted on ``source`` here
-        (in place).
-    client : distributed.Client or callable, optional
-        The cluster. A zero-argument callable returning a client is called only
-        when the job needs the cluster (a data-dependent fit, or chunks to write),
-        so a finished or mismatched store never starts one. Default: the current
-        default client, if any, else dask's local scheduler.
-    overwrite : bool, default=False
-        Replace a *feature store* made by another spec, input, dtype or shape; the new
-        store is built beside it and swapped in only once complete, so a failed run
-        leaves the old one complete. Nothing else is ever replaced: a file, a directory
-        of other files, a dataset store, or ``source`` itself is refused (overwrite or
-        not) before anything runs.
-    dtype : {None, "float32", "float64"}
-        The dtype the map computes in (default: float32 for float32 input, else
-        float64), and the store holds unless ``store_dtype`` or ``bits`` say otherwise.
-    retries : int, default=0
-        More attempts for a partition's task that raises (see
-        :func:`dkrp.feature_store.write_features`).
     progress : bool or callable, default=True
-        As for :func:`dkrp.feature_store.write_features`.
-    check : bool, default=True
-        Check the workers of ``client`` (when one is used) before writing.
-    provenance : dict, optional
-        Provenance of ``source`` for the input fingerprint; default, for a path,
-        what :func:`open_input` records, and for a dask array none.
-    on_plan : callable, optional
-        Called as ``on_plan(plan)`` with the plan before anything is written.
-    on_fit : callable, optional
-        Called as ``on_fit(projector, None)`` before the pass over the input that
-        fits a data-dependent projector (or learns the ``standardize`` statistics), and
-        ``on_fit(projector, seconds)`` after it.
-    chunk_rows : int, optional
-        Rows per output chunk (and task) of a new store. Default: the input's row
-        chunks when their output is at most 64 MiB, else the most whole 2048-row blocks
-        that fit 64 MiB; smaller still when a task would not fit the workers' memory.
-        An existing store keeps its grid.
-    dry_run : bool, default=False
-        Size the job and return without fitting, starting a cluster or writing:
-        ``summary`` is :func:`size_job`'s and ``action`` is ``"dry-run"``.
-    standardize : bool, default=False
-        Scale each column to zero mean and unit variance, the statistics learnt on
-        ``source`` in the fit pass and stored in the spec (see
-        :mod:`dkrp.preprocessing`), so that ``dkrp.from_spec`` of this store's spec
-        scales other data (a test set) the same way. Only for a projector fitted here;
-        a fitted projector brings its own scaling.
-    scale_rows : {None, "unit"}
-        Divide each row (after ``standardize``) by its Euclidean norm; as
-        ``standardize``, carried in the spec.
-    labels : array-like of shape (n_samples,), optional
-        Labels stored beside the features (array ``y`` of the store, read back by
-        :func:`dkrp.read_features`). Default: those of a dataset store ``source``,
-        if it has any.
-    bits : bool, default=False
-        Store the packed sign bits of a :class:`~dkrp.SignProductEmbedding`
-        (``transform_bits``: uint8, ``ceil(m/8)`` bytes per row, ``dkrp.unpack_bits``
-        decodes them) instead of float features (``--bits``). Other maps refuse it.
-    store_dtype : {None, "float16", "float32", "float64"}
-        Store the features in this dtype, computed in ``dtype`` (``--store-dtype``).
-        A value that overflows it (``|v| > 65504`` for float16) fails the job, naming its
-        row, and leaves the store incomplete.
-    compressor : {None, "none", "zstd", "gzip", "blosc-lz4", "blosc-zstd"}
-        Codec of each stored chunk (``--compressor``; default none). See
-        :mod:`dkrp.feature_store.encoding` and the README for measured sizes and times.
-    on_warning : callable, optional
-        Called as ``on_warning(line)`` when the input's scale, as the map sees it, is
-        orders of magnitude from what a map fitted here expects
-        (:func:`dkrp.methods.scale_warning`, on the first and last rows that the run
-        reads for the store's fingerprint anyway). Default: logged as a warning.
+        True shows a tqdm bar on stderr; a callable is called as ``progress(done,
+        total)`` after each chunk; False (or None) is silent (as for
+        :func:`dkrp.feature_store.write_features`).
     on_size : callable, optional
         Called as ``on_size(size, measure)`` once the job is sized and the disk checked,
         before anything is fitted, started or written: ``size`` is :func:`size_job`'s
@@ -188,85 +105,171 @@ def featurize_to_store(
         (:func:`measure_featurize_rate`, for :func:`estimate_seconds`). It may announce
         the job or ask for confirmation, and raise to stop it there (``dkrp featurize
         --confirm-above``).
+    on_fit : callable, optional
+        Called as ``on_fit(projector, None)`` before the pass over the input that
+        fits a data-dependent projector (or learns the ``standardize`` statistics), and
+        ``on_fit(projector, seconds)`` after it.
+    on_plan : callable, optional
+        Called as ``on_plan(plan)`` with the plan
+        (:func:`dkrp.feature_store.plan_features`) before anything is written.
+    on_warning : callable, optional
+        Called as ``on_warning(line)`` when the input's scale, as the map sees it, is
+        orders of magnitude from what a map fitted here expects
+        (:func:`dkrp.methods.scale_warning`, on the first and last rows that the run
+        reads for the store's fingerprint anyway). Default: logged as a warning.
+
+    Raises
+    ------
+    InvalidTypeError
+        A callback that is not callable (or None), or a ``progress`` that is neither a
+        bool, None nor callable.
+    """
+
+    progress: object = True
+    on_size: object = None
+    on_fit: object = None
+    on_plan: object = None
+    on_warning: object = None
+
+    def __post_init__(self):
+        if not (self.progress is None or isinstance(self.progress, bool)
+                or callable(self.progress)):
+            raise InvalidTypeError(f"progress must be True, False, None or a callable, got "
+                                   f"{type(self.progress).__name__}.")
+        for name in ("on_size", "on_fit", "on_plan", "on_warning"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise InvalidTypeError(f"{name} must be a callable or None, got "
+                                       f"{type(value).__name__}.")
+
+
+def featurize_to_store(source, dest, projector, *, client=None, store=None, scaling=None,
+                       hooks=None, overwrite=False, retries=0, check=True, provenance=None,
+                       labels=None, dry_run=False, **options) -> FeaturizeResult:
+    """Featurize ``source`` into the resumable feature store ``dest``: the whole job.
+
+    Open the input (:func:`open_input`), size the job (:func:`size_job`), fit
+    ``projector`` unless it is fitted (a fitted map, e.g. ``dkrp.from_spec`` of a
+    training store's spec, is never refitted: that is how a test set gets the training
+    map), plan the run (:func:`dkrp.feature_store.plan_features`: a store of another
+    run is refused before any cluster starts), check the workers, write what is missing.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or dask.array.Array
+        A dataset store, ``.npy`` or Parquet path (:func:`open_input`), or a dask array.
+    dest : str or os.PathLike
+        The feature store directory (visible to every worker).
+    projector : BaseProjector
+        Fitted, or to be fitted on ``source`` here (in place).
+    client : distributed.Client or callable, optional
+        The cluster, or a zero-argument callable making it when the job first needs it
+        (default: the current client, if any, else dask's local scheduler).
+    store : StoreOptions, optional
+        Dtypes, packed bits, compressor and rows per chunk of the store
+        (:class:`~dkrp.feature_store.StoreOptions`).
+    scaling : ScalingOptions, optional
+        For a map fitted here (:class:`~dkrp.preprocessing.ScalingOptions`).
+    hooks : JobHooks, optional
+        Progress and the callbacks of each step (:class:`JobHooks`).
+    overwrite : bool, default=False
+        Replace a *feature store* of another run, once its replacement (built beside
+        it) is complete; nothing else (a file, a dataset store, ``source``).
+    retries : int, default=0
+        More attempts for a partition's task that raises (as for
+        :func:`dkrp.feature_store.write_features`).
+    check : bool, default=True
+        Check the workers of ``client`` (when one is used) before writing.
+    provenance : dict, optional
+        Of ``source``, for the input fingerprint (default: a path's own, an array none).
+    labels : array-like of shape (n_samples,), optional
+        Stored beside the features (default: a dataset store's own).
+    dry_run : bool, default=False
+        Size the job and return :func:`size_job`'s dict, action ``"dry-run"``.
+    **options
+        The fields of ``store``, ``scaling`` and ``hooks`` as keywords (``dtype=``,
+        ``bits=``, ``standardize=``, ``progress=``, ...), each one way, not both.
 
     Returns
     -------
     FeaturizeResult
         ``(summary, projector, action)``.
 
-    Notes
-    -----
-    The job is sized before anything runs (:func:`size_job`): an output larger than
-    the free space at ``dest`` is refused before the fit. Once the cluster is up,
-    each worker's memory limit, threads and memory in use give the memory a task
-    may take; a new store's chunks are made small enough (the input is rechunked to
-    match), and a task that still cannot fit (``chunk_rows`` given, or an existing
-    store's grid) is refused naming the ``chunk_rows`` that would. Workers whose
-    memory in use already exceeds the pause threshold (``--memory-limit`` below what a
-    worker needs to start) are refused instead of leaving the job hanging.
-
     Raises
     ------
-    FileNotFoundError, ValueError
-        No input at ``source``, an input of another format, bad input (no rows, a wrong
-        feature count, NaN/inf naming the partition and row, sparse input for a map
-        that standardizes: refused before the cluster starts) or bad parameters.
-    FeatureStoreMismatchError, FeatureStoreError, PartitionError
-        As :func:`dkrp.feature_store.write_features`.
-    SpecError
-        A worker regenerates other hyperplanes than this process.
-    MemoryError
-        The output does not fit the disk, a task cannot fit a worker's memory, or the
-        workers have no memory left to run a task.
+    FileNotFoundError, InvalidInputError, InvalidTypeError
+        No input, bad input (refused before the cluster starts) or bad options.
+    FeatureStoreError, PartitionError, SpecError, CapacityError
+        A store of another run; a failing partition; workers that regenerate another
+        map; an output or task that cannot fit (see :mod:`dkrp.jobs` on memory).
     """
-    from ._validation import check_integer
-    from .feature_store import plan_features, write_plan
-    from .feature_store.encoding import check_store_options
-    from .preprocessing import check_options
-
+    store, scaling, hooks = _fold_options(store, scaling, hooks, options)
     retries = check_integer("retries", retries, minimum=0)
-    standardize, scale_rows = check_options(standardize, scale_rows)
-    store = check_store_options(projector, bits=bits, store_dtype=store_dtype,
-                                compressor=compressor)
-    fitted = hasattr(projector, "spec_checksum_")
-    if fitted:
-        _refuse_scaling_of_a_fitted_map(projector, standardize, scale_rows)
+    fitted = _refuse_options_for(projector, store, scaling)
     X, provenance, labels = _open_source(source, dest, provenance, labels)
-    _refuse_before_the_cluster(X, projector, provenance, standardize=standardize and not fitted)
-    cluster = _LazyClient(client)
-
-    size = size_job(X, projector, dest, dtype=dtype, chunk_rows=chunk_rows,
-                    bits=store["bits"], store_dtype=store["store_dtype"], overwrite=overwrite)
+    _refuse_before_the_cluster(X, projector, provenance,
+                               standardize=scaling.standardize and not fitted)
+    size = size_job(X, projector, dest, store=store, overwrite=overwrite)
     if dry_run:
         return FeaturizeResult(size, projector, "dry-run")
     check_disk(size, dest)
-    if on_size is not None:
-        on_size(size, lambda: measure_featurize_rate(X, projector, dtype=dtype,
-                                                     bits=store["bits"]))
+    if hooks.on_size is not None:
+        hooks.on_size(size, lambda: measure_featurize_rate(X, projector, dtype=store.dtype,
+                                                           bits=store.bits))
+    cluster = _LazyClient(client)
     if not fitted:
-        _fit_here(projector, X, cluster, standardize=standardize, scale_rows=scale_rows,
-                  on_fit=on_fit)
+        _fit_here(projector, X, cluster, scaling=scaling, on_fit=hooks.on_fit)
+    return _plan_and_write(X, projector, dest, cluster, store=store, overwrite=overwrite,
+                           provenance=provenance, labels=labels, check=check, hooks=hooks,
+                           retries=retries, check_scale=not fitted)
+
+
+def _fold_options(store, scaling, hooks, options):
+    """``(store, scaling, hooks)`` of :func:`featurize_to_store`: each object as given, or
+    made of its fields among the keywords ``options``; a keyword beside its object, or
+    one that no object has, is refused (a TypeError, as Python refuses one)."""
+    from .feature_store.options import StoreOptions
+    from .preprocessing import ScalingOptions
+
+    objects = []
+    for name, value, cls in (("store", store, StoreOptions),
+                             ("scaling", scaling, ScalingOptions), ("hooks", hooks, JobHooks)):
+        fields = [field.name for field in dataclasses.fields(cls)]
+        keywords = {key: options.pop(key) for key in fields if key in options}
+        objects.append(options_object(cls, value, name, keywords, where="featurize_to_store"))
+    if options:
+        raise InvalidTypeError(f"featurize_to_store() got an unexpected keyword argument "
+                               f"{next(iter(options))!r}")
+    return tuple(objects)
+
+
+def _plan_and_write(X, projector, dest, cluster, *, store, overwrite, provenance, labels,
+                    check, hooks, retries, check_scale):
+    """The job once the map is fitted: plan the run (a finished store ends it), fit the
+    plan to the workers, then write the missing chunks (the input's scale checked on
+    the rows the run reads anyway, for a map fitted here)."""
+    from .feature_store import plan_features, write_plan
 
     def make_plan(rows):
-        return plan_features(X, projector, dest, overwrite=overwrite, dtype=dtype,
-                             source=provenance, chunk_rows=rows, labels=labels, **store)
+        return plan_features(X, projector, dest, overwrite=overwrite, source=provenance,
+                             labels=labels, store=dataclasses.replace(store, chunk_rows=rows))
 
-    plan = make_plan(chunk_rows)
+    plan = make_plan(store.chunk_rows)
     current = None
     if plan["action"] != "noop":
         current = cluster.get()
         plan = _fit_the_workers(plan, make_plan, projector, current, check=check,
-                                chunk_rows=chunk_rows)
-    if on_plan is not None:
-        on_plan(plan)
+                                chunk_rows=store.chunk_rows)
+    if hooks.on_plan is not None:
+        hooks.on_plan(plan)
     # a map brought fitted (--like, --spec) was checked when it was fitted
-    check_scale = None
-    if not fitted and plan["action"] != "noop":
-        check_scale = _scale_checker(projector, on_warning)
+    scale_checker = None
+    if check_scale and plan["action"] != "noop":
+        scale_checker = _scale_checker(projector, hooks.on_warning)
         if plan.get("edge_rows") is not None:
-            check_scale(*plan["edge_rows"])
-    summary = write_plan(plan, projector, client=current, progress=progress, retries=retries,
-                         on_edge_rows=check_scale)
+            scale_checker(*plan["edge_rows"])
+    summary = write_plan(plan, projector, client=current, progress=hooks.progress,
+                         retries=retries, on_edge_rows=scale_checker)
     return FeaturizeResult(summary, projector, plan["action"])
 
 
@@ -284,14 +287,24 @@ class _LazyClient:
         return self.client
 
 
-def _refuse_scaling_of_a_fitted_map(projector, standardize, scale_rows):
+def _refuse_options_for(projector, store, scaling) -> bool:
+    """Whether ``projector`` is fitted, once the store options it cannot store (sign bits
+    of a map without them) and the scaling it cannot take are refused."""
+    store.check_for(projector)
+    fitted = hasattr(projector, "spec_checksum_")
+    if fitted:
+        _refuse_scaling_of_a_fitted_map(projector, scaling)
+    return fitted
+
+
+def _refuse_scaling_of_a_fitted_map(projector, scaling):
     """A fitted projector brings its own scaling: other standardize/scale_rows are refused."""
     from .preprocessing import describe
 
-    if not (standardize or scale_rows is not None):
+    if not scaling.asked:
         return
-    asked = {"standardize": {}} if standardize else {}
-    asked.update({"scale_rows": scale_rows} if scale_rows is not None else {})
+    asked = {"standardize": {}} if scaling.standardize else {}
+    asked.update({"scale_rows": scaling.scale_rows} if scaling.scale_rows is not None else {})
     carried = getattr(projector, "preprocessing_", None)
     if describe(asked) != describe(carried):
         raise InvalidInputError(
@@ -343,12 +356,13 @@ def _refuse_before_the_cluster(X, projector, provenance, *, standardize):
         raise InvalidInputError(refusal)
 
 
-def _fit_here(projector, X, cluster, *, standardize, scale_rows, on_fit):
+def _fit_here(projector, X, cluster, *, scaling, on_fit):
     """Fit ``projector`` on ``X``: a data-dependent map (or standardize's statistics) in
     a pass over the input on the cluster, reported through ``on_fit``; any other map
     learns the number of features (and gamma="scale") without starting a cluster."""
     from .preprocessing import fit_scaled
 
+    standardize, scale_rows = scaling.standardize, scaling.scale_rows
     if not (getattr(projector, "data_dependent", False) or standardize):
         with _as_current(cluster.client):
             fit_scaled(projector, X, scale_rows=scale_rows)

@@ -21,7 +21,8 @@ so a rebuilt projector (``dkrp.from_spec``, every Dask worker, ``featurize --lik
 scales test rows with the training statistics, byte for byte the same everywhere.
 Specs without it (every spec written before this option) rebuild unchanged, with
 the same checksum. :func:`fit_scaled` is the Python entry point;
-:func:`dkrp.featurize_to_store` takes ``standardize=`` and ``scale_rows=``.
+:func:`dkrp.featurize_to_store` takes the two as a :class:`ScalingOptions` (or as
+``standardize=`` and ``scale_rows=``).
 
 This module imports nothing of dkrp's: :mod:`dkrp._spec` and :mod:`dkrp.base`
 call in here.
@@ -29,6 +30,7 @@ call in here.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -36,7 +38,7 @@ import numpy as np
 
 from .errors import InvalidInputError, Message, Param
 
-__all__ = ["SCALE_ROWS", "fit_preprocessing", "fit_scaled", "preprocess"]
+__all__ = ["SCALE_ROWS", "ScalingOptions", "fit_preprocessing", "fit_scaled", "preprocess"]
 
 from ._choices import SCALE_ROWS  # noqa: E402 - one list for the CLI and here
 
@@ -58,6 +60,58 @@ def check_options(standardize, scale_rows):
             f"scale_rows must be None or one of {SCALE_ROWS}, got {scale_rows!r}."
         )
     return bool(standardize), scale_rows
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScalingOptions:
+    """The scaling a map fitted by a featurize job learns and carries in its spec.
+
+    ``dkrp featurize``'s ``--standardize`` and ``--scale-rows``, for
+    :func:`dkrp.featurize_to_store`. Only a projector fitted by the job takes them: a
+    fitted one (``dkrp.from_spec`` of a training store's spec) brings its own scaling,
+    and other options than it carries are refused. Values are checked and normalised
+    when the object is made (``check_options``).
+
+    Parameters
+    ----------
+    standardize : bool, default=False
+        Scale each column to zero mean and unit variance, the statistics learnt on the
+        input in the fit pass and stored in the spec, so that ``dkrp.from_spec`` of the
+        store's spec scales other data (a test set) the same way. Refused for sparse
+        input, whose centred rows would be dense.
+    scale_rows : {None, "unit"}
+        Divide each row (after ``standardize``) by its Euclidean norm; carried in the
+        spec like ``standardize``.
+
+    Raises
+    ------
+    InvalidInputError
+        ``scale_rows`` is not None or one of :data:`SCALE_ROWS`.
+
+    See Also
+    --------
+    fit_scaled : fit a projector with this scaling, in memory.
+
+    Examples
+    --------
+    >>> ScalingOptions(standardize=1, scale_rows="unit")
+    ScalingOptions(standardize=True, scale_rows='unit')
+    >>> ScalingOptions().asked
+    False
+    """
+
+    standardize: bool = False
+    scale_rows: str | None = None
+
+    def __post_init__(self):
+        standardize, scale_rows = check_options(self.standardize, self.scale_rows)
+        object.__setattr__(self, "standardize", standardize)
+        object.__setattr__(self, "scale_rows", scale_rows)
+
+    @property
+    def asked(self) -> bool:
+        """Whether any scaling is asked for."""
+        return self.standardize or self.scale_rows is not None
 
 
 def fit_preprocessing(X, *, standardize=False, scale_rows=None) -> dict | None:
