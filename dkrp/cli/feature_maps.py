@@ -180,7 +180,10 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
       dkrp featurize big.zarr out.zarr --scale-rows unit --scheduler tcp://10.0.0.5:8786 \\
            --retries 2
     """
+    from ..feature_store import StoreOptions
+    from ..jobs import JobHooks
     from ..methods import fit_pass_message
+    from ..preprocessing import ScalingOptions
     from ._confirm import embedded_cores
 
     started = time.perf_counter()
@@ -219,14 +222,25 @@ def featurize(input_path, output, method, degree, n_components, n_hyperplanes, n
                        n_hyperplanes=n_hyperplanes, n_terms=n_terms, distribution=distribution,
                        density=density, pool=pool, index_design=index_design, form=form,
                        kernel=kernel, gamma=gamma, scale=scale, random_state=seed)
-        scaling = dict(standardize=standardize, scale_rows=scale_rows)
-        store = dict(bits=bits, store_dtype=store_dtype, compressor=compressor)
-        announce = _announcer(quiet, confirm_above, yes,
-                              embedded_cores(scheduler, scheduler_file, n_workers))
-        summary = _featurize_job(input_path, output, method, options, dtype, scheduler,
-                                 scheduler_file, n_workers, memory_limit, retries, overwrite,
-                                 quiet, on_fit, planned, chunk_rows, dry_run, fitted_from,
-                                 scaling, store, announce)
+        with as_click_errors():
+            # the job's options, once: what the store holds, the scaling, the hooks
+            store = StoreOptions(dtype=dtype, bits=bits, store_dtype=store_dtype,
+                                 compressor=compressor, chunk_rows=chunk_rows)
+            # beside --like/--spec, --standardize and --scale-rows were refused above
+            scaling = ScalingOptions(standardize=standardize, scale_rows=scale_rows)
+        hooks = JobHooks(
+            progress=not quiet, on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
+            on_size=_announcer(quiet, confirm_above, yes,
+                               embedded_cores(scheduler, scheduler_file, n_workers)),
+            on_warning=lambda line: click.echo(f"warning: {cli_wording(line)}", err=True))
+
+        def cluster():
+            return cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet)
+
+        summary = _featurize_job(input_path, output, method, options, cluster, quiet=quiet,
+                                 fitted_from=fitted_from, store=store, scaling=scaling,
+                                 hooks=hooks, overwrite=overwrite, retries=retries,
+                                 dry_run=dry_run)
     except KeyboardInterrupt:
         _interrupted(planned)
     except Exception as exc:
@@ -411,16 +425,16 @@ def _fitted_projector(path):
     return projector
 
 
-def _featurize_job(input_path, output, method, options, dtype, scheduler, scheduler_file,
-                   n_workers, memory_limit, retries, overwrite, quiet, on_fit, planned,
-                   chunk_rows, dry_run, fitted_from=None, scaling=None, store=None,
-                   on_size=None):
+def _featurize_job(input_path, output, method, options, cluster, *, quiet, fitted_from,
+                   store, scaling, hooks, overwrite, retries, dry_run):
+    """Make (or load) the map and run :func:`dkrp.featurize_to_store` with the options
+    parsed once by ``featurize``; ``cluster()`` is a context manager of its client."""
     from ..jobs import featurize_to_store
     from ..methods import make_projector
 
     with as_click_errors(), contextlib.ExitStack() as stack:
         if fitted_from:
-            projector, scaling = _fitted_projector(fitted_from), {}
+            projector = _fitted_projector(fitted_from)
             if not quiet:
                 from ..preprocessing import describe
 
@@ -434,15 +448,9 @@ def _featurize_job(input_path, output, method, options, dtype, scheduler, schedu
         # the cluster starts only when there is work for it: a mismatched store is
         # refused, and a finished one confirmed, without one
         summary, _, _ = featurize_to_store(
-            input_path, output, projector,
-            client=lambda: stack.enter_context(
-                cluster_client(scheduler, scheduler_file, n_workers, memory_limit, quiet)),
-            overwrite=overwrite, dtype=dtype, retries=retries, progress=not quiet,
-            on_fit=on_fit, on_plan=lambda plan: planned.update(plan=plan),
-            chunk_rows=chunk_rows, dry_run=dry_run, on_size=on_size, **(scaling or {}),
-            **(store or {}),
-            on_warning=lambda line: click.echo(f"warning: {cli_wording(line)}", err=True),
-        )
+            input_path, output, projector, client=lambda: stack.enter_context(cluster()),
+            store=store, scaling=scaling, hooks=hooks, overwrite=overwrite, retries=retries,
+            dry_run=dry_run)
     return summary
 
 
