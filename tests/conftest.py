@@ -20,6 +20,35 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # the fast default set and --full (tests/suite_selection.py)
 pytest_plugins = ["suite_selection"]
 
+
+
+def pytest_configure(config):
+    if config.getoption("--full"):
+        fork_workers_from_a_warm_server()
+
+
+def fork_workers_from_a_warm_server():
+    """Start the tests' worker processes by forking a server that has imported the stack.
+
+    A spawned worker imports numpy, scikit-learn, zarr, distributed and dkrp afresh: 2-5 s
+    of CPU for each of the full suite's many clusters (the CLI's subprocesses keep
+    spawning theirs, as a user's do). Distributed's own suite does the same. The server
+    starts with the first nanny, after it has set ``OMP_NUM_THREADS=1`` and the like
+    (``distributed.nanny.pre-spawn-environ``), so its BLAS has one thread, as a spawned
+    worker's has.
+    """
+    import dask
+    from distributed.utils import get_mp_context
+
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    # after distributed's own get_mp_context, which sets its preload list once
+    get_mp_context().set_forkserver_preload([
+        "distributed", "numpy", "pandas", "scipy.sparse", "scipy.stats", "dask.array",
+        "sklearn.base", "sklearn.svm", "sklearn.linear_model", "zarr", "numcodecs",
+        "threadpoolctl", "dkrp", "dkrp.features", "dkrp._blockwise", "dkrp.feature_store",
+    ])
+
+
 # Property tests stay small (each example fits and transforms a projector). "ci" is
 # derandomized: the same examples on every run, so a failure is reproducible from the
 # log; select it with HYPOTHESIS_PROFILE=ci.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -255,9 +256,13 @@ def test_a_voter_that_kills_its_workers_is_named_without_the_raw_killed_worker(t
 
     X, y = _data()
     state, kept = tmp_path / "state", tmp_path / "kept"
-    with start_local_cluster(n_workers=2, threads_per_worker=1,
-                             preload=["dkrp.testing.faulty"],
-                             scheduler_kwargs={"allowed_failures": 1}) as cluster, \
+    # one task per worker at a time: with the default saturation (1.1) a voter queued
+    # behind the faulty one on its worker dies with it, twice with quick restarts, and is
+    # blamed first
+    with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}), \
+            start_local_cluster(n_workers=2, threads_per_worker=1,
+                                preload=["dkrp.testing.faulty"],
+                                scheduler_kwargs={"allowed_failures": 1}) as cluster, \
             Client(cluster, set_as_default=False) as in_process, \
             pytest.raises(VoterError) as info:
         _model(FaultyProjection(n_components=20, fault="exit", trigger=float(X[40, 0]),
