@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _npy
 from ._names import PROJECTORS
 from ._random import array_checksum
 from .errors import InvalidTypeError, SpecError
@@ -153,7 +154,7 @@ def encode_array(a: np.ndarray) -> str:
 
 def decode_array(text: str) -> np.ndarray:
     """Inverse of :func:`encode_array`; object arrays are refused."""
-    return np.load(io.BytesIO(base64.b64decode(text.encode("ascii"))), allow_pickle=False)
+    return _npy.load(io.BytesIO(base64.b64decode(text.encode("ascii"))))
 
 
 def state_checksum(est) -> str:

@@ -29,6 +29,45 @@ def test_npy_round_trip_and_reader(tmp_path):
     assert read_array(tmp_path / "x.zarr").chunks == ds.X.chunks
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_npy_blocks_are_read_in_tasks_without_parsing_a_header(tmp_path, monkeypatch, order,
+                                                               version):
+    """A block task memory-maps by the layout read once: no ``ast`` in a worker thread.
+
+    numpy parses a .npy header with ast.literal_eval, which on CPython <= 3.11.7 fails now and
+    then when two threads parse at once (gh-106905): CI failed so ingesting on threads.
+    """
+    import ast
+    import threading
+
+    values = np.arange(60.0, dtype="<f4").reshape(12, 5)
+    with open(tmp_path / "x.npy", "wb") as fh:
+        np.lib.format.write_array(fh, np.asarray(values, order=order), version=version)
+    assert np.load(tmp_path / "x.npy", mmap_mode="r").flags.f_contiguous == (order == "F")
+    parsed_in = []
+    literal_eval = ast.literal_eval
+
+    def recording(text):
+        parsed_in.append(threading.current_thread() is threading.main_thread())
+        return literal_eval(text)
+
+    monkeypatch.setattr(ast, "literal_eval", recording)
+    arr = from_npy(tmp_path / "x.npy", chunk_rows=2)
+    np.testing.assert_array_equal(arr.compute(scheduler="threads", num_workers=4), values)
+    ingest(tmp_path / "x.npy", tmp_path / "x.zarr", chunk_rows=2, dtype="float32")
+    np.testing.assert_array_equal(open_dataset(tmp_path / "x.zarr").X.compute(), values)
+    assert parsed_in and all(parsed_in), "a header was parsed off the main thread"
+
+
+def test_npy_rewritten_after_its_graph_was_built_is_refused(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((10, 3)))
+    arr = from_npy(tmp_path / "x.npy", chunk_rows=5)
+    np.save(tmp_path / "x.npy", np.zeros((20, 3)))
+    with pytest.raises(ValueError, match="changed while it was being read"):
+        arr.compute(scheduler="sync")
+
+
 def test_idx_ingest_of_real_mnist_test_images(tmp_path):
     from conftest import require_data
 

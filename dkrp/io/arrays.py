@@ -15,6 +15,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
+from .. import _npy
 from ..errors import InvalidInputError, Message, Param
 from ._common import array_from_blocks, file_sha256, open_maybe_compressed
 from .dataset_store import (
@@ -36,7 +37,7 @@ def open_npy(path) -> np.ndarray:
     if not path.exists():
         raise FileNotFoundError(f"Input file {path} does not exist")
     try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        arr = _npy.load(path, mmap_mode="r")
     except ValueError as exc:
         raise InvalidInputError(f"{path}: not a plain numeric .npy array ({exc})") from exc
     if not isinstance(arr, np.ndarray) or arr.ndim != 2:
@@ -49,13 +50,8 @@ def open_npy(path) -> np.ndarray:
     return arr
 
 
-def _npy_rows(path: str, r0: int, r1: int, dtype=None) -> np.ndarray:
-    arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    return np.array(arr[r0:r1], dtype=dtype if dtype is not None else arr.dtype)
-
-
-def _npy_block(path, r0, r1):
-    return _npy_rows(path, r0, r1), None
+def _npy_block(layout, r0, r1):
+    return _npy.read_rows(layout, r0, r1), None
 
 
 def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
@@ -69,8 +65,8 @@ def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
     if chunk_rows is None:
         chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
     create_dense(group, "X", n_samples, width, chunk_rows, dtype)
-    write_dense_blocks(_npy_block, (str(source),), n_samples, chunk_rows, str(tmp), dtype, None,
-                       str(source), None, scheduler)
+    write_dense_blocks(_npy_block, (_npy.read_layout(source),), n_samples, chunk_rows, str(tmp),
+                       dtype, None, str(source), None, scheduler)
     return dense_attrs(n_samples, width, dtype, chunk_rows)
 
 
@@ -190,8 +186,8 @@ def from_npy(path, chunk_rows: int | None = None) -> da.Array:
     Returns
     -------
     dask.array.Array of shape (n_samples, n_features)
-        Same dtype as the file, known chunks; each task opens the file itself, so the graph
-        holds only the path.
+        Same dtype as the file, known chunks; each task memory-maps the file itself, so the
+        graph holds only the path and where its values lie (its header is parsed once, here).
     """
     path = Path(path).expanduser().absolute()
     arr = open_npy(path)
@@ -200,7 +196,8 @@ def from_npy(path, chunk_rows: int | None = None) -> da.Array:
     )
     token = tokenize(str(path), os.stat(path).st_mtime_ns, arr.shape, str(arr.dtype), chunk_rows)
     return array_from_blocks(
-        "from-npy", _npy_rows, (str(path),), row_chunk_sizes(arr.shape[0], chunk_rows),
+        "from-npy", _npy.read_rows, (_npy.read_layout(path),),
+        row_chunk_sizes(arr.shape[0], chunk_rows),
         arr.shape[1], np.empty((0, arr.shape[1]), dtype=arr.dtype), token,
     )
 
