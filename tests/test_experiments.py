@@ -302,6 +302,74 @@ def test_report_judges_full_runs_against_the_published_numbers(tmp_path):
     assert "| data not available here |" in row and "dkrp experiment degree-selection" in row
 
 
+def _report_row(text, start):
+    rows = [line for line in text.splitlines() if line.startswith(start)]
+    assert len(rows) == 1, (start, rows)
+    return [cell.strip() for cell in rows[0].split("|")[1:-1]]
+
+
+def test_report_pools_tagged_full_runs_and_ignores_quick_and_foreign_folders(tmp_path):
+    """What a reader of REPRODUCTION.md relies on: pooled repeats, sample std, setup columns."""
+    from dkrp.experiments.report import build_report
+
+    def write(rows, **kwargs):
+        def run(ctx):
+            yield from rows
+
+        toy = Experiment(name="classification", title="t",
+                         profiles={"quick": {"x": 1}, "full": {"x": 1}}, run=run,
+                         config_columns=("dataset", "method"), metric_columns=("accuracy",),
+                         notes="Split: 20 % held out.")
+        return run_and_write(toy, output=tmp_path, **kwargs)
+
+    nys = {"dataset": "mnist", "method": "nystroem", "degree": 2}
+    write([{**nys, "k": 1500, "seed": 0, "accuracy": 97.60, "train_seconds": 1.0},
+           {**nys, "k": 1500, "seed": 1, "accuracy": 97.70, "train_seconds": 1.2},
+           {**nys, "k": 1000, "seed": 0, "accuracy": 10.0, "train_seconds": 9.0},  # other k
+           {**nys, "k": 2000, "seed": 0, "accuracy": 90.0, "train_seconds": 2.0},
+           {"dataset": "mnist", "method": "linear-svm-raw", "C": "0.50", "seed": 0,
+            "accuracy": 91.60, "n_train": 60000}],
+          profile="full", tag="part1", overrides={"x": 2})
+    write([{**nys, "k": 1500, "seed": 2, "accuracy": 97.65}], profile="full", tag="part2")
+    write([{**nys, "k": 1500, "seed": 0, "accuracy": 50.0}], profile="quick")  # never judged
+    for name, marker in [("foreign", json.dumps({"made_by": "someone", "experiment":
+                                                  "classification", "profile": "full"})),
+                         ("broken", "{not json")]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / MARKER).write_text(marker)
+        (tmp_path / name / "runs.csv").write_text(
+            "dataset,method,degree,k,accuracy\nmnist,nystroem,2,1500,1.0\n")
+    text = build_report(tmp_path)
+
+    row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=1500 | accuracy |")
+    # 97.60, 97.70, 97.65 pooled over both tags: mean 97.65, sample std 0.05
+    assert row[5:8] == ["97.67 ± 0.05", "97.65 ± 0.05 (n=3)", "agrees"]
+    row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=1500 | train_seconds |")
+    assert row[5:8] == ["0.9570", "1.10 ± 0.14 (n=2)", "timing"] and row[8] == ""
+    row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=2000 | accuracy |")
+    assert row[5:9] == ["97.96 ± 0.02", "90.00 (n=1)", "differs", ""]
+    # no spread on either side: within half a point; "0.50" is the paper's C=0.5
+    row = _report_row(text, "| text §4.1.2 | mnist | linear-svm-raw | C=0.5 | accuracy |")
+    assert row[5:9] == ["91.81", "91.60 (n=1); n_train=60000", "agrees", ""]
+    row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=1500 | transform_seconds")
+    assert row[6:9] == ["-", "not run yet", "time to transform the training set; run: "
+                        "`dkrp experiment classification --profile full`"]
+    # each folder judged is listed once, with what was changed; the quick one is not
+    assert "- [classification-part1/summary.md](classification-part1/summary.md): profile " \
+        "`full` with x=2, 1 repeat(s), 5 rows," in text
+    assert "- [classification-part2/summary.md](classification-part2/summary.md): profile " \
+        "`full`, 1 repeat(s), 1 rows," in text
+    assert "classification-quick" not in text and "Split: 20 % held out." in text
+    assert "## srf" in text and "Not run yet: `dkrp experiment srf --profile full`." in text
+    # the totals count the rows' verdicts
+    verdicts = [line.split("|")[8].strip() for line in text.splitlines()
+                if line.startswith("| ") and not line.startswith("| table")]
+    totals = next(line for line in text.splitlines() if line.startswith("Totals: "))
+    for status in ("agrees", "differs", "timing", "not run yet", "data not available here"):
+        assert f"{verdicts.count(status)} {status}" in totals
+    assert sum(verdicts.count(s) for s in ("agrees", "differs", "timing")) == 5  # k=1500, 2000
+
+
 def test_report_never_replaces_a_users_file(tmp_path):
     from dkrp.experiments.report import write_report
 
