@@ -6,7 +6,9 @@ import csv
 import dataclasses
 import json
 import os
+import re
 import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,6 +230,11 @@ def test_cli_refuses_to_replace_a_result_before_any_work(tmp_path, monkeypatch):
         (96.95, None, 96.40, 0.0, "accuracy", "differs"),
         (0.187, None, 0.200, 0.0, "distortion", "agrees"),      # 7 % <= 10 %
         (0.187, None, 0.210, 0.0, "distortion", "differs"),
+        (0.5, 0.01, 0.6, 0.1, "distortion", "agrees"),     # our spread counts: 0.1 <= 0.2
+        (1.0, 0.25, 1.5, 0.0, "accuracy", "agrees"),       # on the band's edge: 0.5 <= 0.5
+        (96.5, None, 97.0, 0.0, "accuracy", "agrees"),     # on half a point
+        (10.0, None, 10.9, 0.0, "r2", "agrees"),           # another metric: 10 % relative
+        (10.0, None, 12.0, 0.0, "r2", "differs"),
     ],
 )
 def test_verdict_bands(paper, paper_std, mean, std, metric, expected):
@@ -308,9 +315,19 @@ def _report_row(text, start):
     return [cell.strip() for cell in rows[0].split("|")[1:-1]]
 
 
-def test_report_pools_tagged_full_runs_and_ignores_quick_and_foreign_folders(tmp_path):
+def _handwritten_run(folder, meta, csv_text):
+    folder.mkdir(parents=True)
+    (folder / MARKER).write_text(json.dumps(meta))
+    if csv_text is not None:
+        (folder / "runs.csv").write_text(csv_text)
+
+
+def test_report_pools_tagged_full_runs_and_ignores_quick_and_foreign_folders(tmp_path,
+                                                                             monkeypatch):
     """What a reader of REPRODUCTION.md relies on: pooled repeats, sample std, setup columns."""
-    from dkrp.experiments.report import build_report
+    from dkrp.experiments.report import build_report, write_report
+
+    results = tmp_path / "results"
 
     def write(rows, **kwargs):
         def run(ctx):
@@ -320,63 +337,153 @@ def test_report_pools_tagged_full_runs_and_ignores_quick_and_foreign_folders(tmp
                          profiles={"quick": {"x": 1}, "full": {"x": 1}}, run=run,
                          config_columns=("dataset", "method"), metric_columns=("accuracy",),
                          notes="Split: 20 % held out.")
-        return run_and_write(toy, output=tmp_path, **kwargs)
+        return run_and_write(toy, output=results, **kwargs)
 
     nys = {"dataset": "mnist", "method": "nystroem", "degree": 2}
-    write([{**nys, "k": 1500, "seed": 0, "accuracy": 97.60, "train_seconds": 1.0},
-           {**nys, "k": 1500, "seed": 1, "accuracy": 97.70, "train_seconds": 1.2},
+    write([{**nys, "k": 1500, "seed": 0, "accuracy": 97.00, "train_seconds": 1.0,
+            "n_train": 60000},
+           {**nys, "k": 1500, "seed": 1, "accuracy": 97.94, "train_seconds": 1.2,
+            "n_train": 60000},
+           {**nys, "method": "kg-rp", "k": 1500, "seed": 0, "accuracy": 50.0},  # other method
            {**nys, "k": 1000, "seed": 0, "accuracy": 10.0, "train_seconds": 9.0},  # other k
-           {**nys, "k": 2000, "seed": 0, "accuracy": 90.0, "train_seconds": 2.0},
+           {**nys, "k": 2000, "seed": 0, "accuracy": 98.26},
            {"dataset": "mnist", "method": "linear-svm-raw", "C": "0.50", "seed": 0,
-            "accuracy": 91.60, "n_train": 60000}],
+            "accuracy": 91.0, "n_train": 60000, "n_test": 10000}],
           profile="full", tag="part1", overrides={"x": 2})
-    write([{**nys, "k": 1500, "seed": 2, "accuracy": 97.65}], profile="full", tag="part2")
-    write([{**nys, "k": 1500, "seed": 0, "accuracy": 50.0}], profile="quick")  # never judged
-    for name, marker in [("foreign", json.dumps({"made_by": "someone", "experiment":
-                                                  "classification", "profile": "full"})),
-                         ("broken", "{not json")]:
-        (tmp_path / name).mkdir()
-        (tmp_path / name / MARKER).write_text(marker)
-        (tmp_path / name / "runs.csv").write_text(
-            "dataset,method,degree,k,accuracy\nmnist,nystroem,2,1500,1.0\n")
-    text = build_report(tmp_path)
+    write([{**nys, "k": 1500, "seed": 2, "accuracy": 97.47, "n_train": 50000}], profile="full",
+          tag="part2")
+    # never judged, and sorted before the folders judged: each is skipped, not the end
+    write([{**nys, "k": 1500, "seed": 0, "accuracy": 50.0}], profile="quick", tag="a")
+    rows_csv = "dataset,method,degree,k,accuracy\nmnist,nystroem,2,1500,1.0\n"
+    full = {"made_by": "dkrp experiment", "experiment": "classification", "profile": "full"}
+    _handwritten_run(results / "a-broken", {}, rows_csv)
+    (results / "a-broken" / MARKER).write_text("{not json")
+    _handwritten_run(results / "a-list", [1, 2], rows_csv)
+    _handwritten_run(results / "a-foreign", {**full, "made_by": "someone"}, rows_csv)
+    _handwritten_run(results / "a-no-csv", full, None)
+    _handwritten_run(  # a table without the papers' columns: listed, never matched
+        results / "a-no-columns",
+        {**full, "repeats": 2, "overrides": {"x": 2, "y": 3}, "dkrp": "0.2.0",
+         "git_commit": None, "machine": "m1", "started_utc": "2026-01-02T03:04:05",
+         "plots": ["p1.png", "p2.png"], "notes": "Handwritten notes."},
+        "k,accuracy\n1500,1.0\n1500,2.0\n")
+    text = build_report(results)
+    lines = text.splitlines()
 
     row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=1500 | accuracy |")
-    # 97.60, 97.70, 97.65 pooled over both tags: mean 97.65, sample std 0.05
-    assert row[5:8] == ["97.67 ± 0.05", "97.65 ± 0.05 (n=3)", "agrees"]
+    # 97.00, 97.94 and 97.47 pooled over both tags: mean 97.47, sample std 0.47; the band
+    # 2 sqrt(0.05^2 + 0.47^2) = 0.95 holds the 0.20 between them (without our std: 0.10)
+    assert row[5:9] == ["97.67 ± 0.05", "97.47 ± 0.47 (n=3); n_train=50000, n_train=60000",
+                        "agrees", ""]
     row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=1500 | train_seconds |")
-    assert row[5:8] == ["0.9570", "1.10 ± 0.14 (n=2)", "timing"] and row[8] == ""
+    assert row[5:9] == ["0.9570", "1.10 ± 0.14 (n=2); n_train=60000", "timing", ""]
+    # one run: the paper's ± 0.02 is the band (0.04), not the half point of no spread at all
     row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=2000 | accuracy |")
-    assert row[5:9] == ["97.96 ± 0.02", "90.00 (n=1)", "differs", ""]
-    # no spread on either side: within half a point; "0.50" is the paper's C=0.5
+    assert row[5:9] == ["97.96 ± 0.02", "98.26 (n=1)", "differs", ""]
+    # no spread on either side: half a point of accuracy; "0.50" is the paper's C=0.5;
+    # a row that differs carries the published value's note
     row = _report_row(text, "| text §4.1.2 | mnist | linear-svm-raw | C=0.5 | accuracy |")
-    assert row[5:9] == ["91.81", "91.60 (n=1); n_train=60000", "agrees", ""]
+    assert row[5:9] == ["91.81", "91.00 (n=1); n_test=10000, n_train=60000", "differs",
+                        "Liblinear"]
+    run = "run: `dkrp experiment classification --profile full`"
+    row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=2000 | train_seconds |")
+    assert row[6:9] == ["-", "not run yet", run]
     row = _report_row(text, "| Table 4 | mnist | nystroem | degree=2, k=1500 | transform_seconds")
-    assert row[6:9] == ["-", "not run yet", "time to transform the training set; run: "
-                        "`dkrp experiment classification --profile full`"]
-    # each folder judged is listed once, with what was changed; the quick one is not
-    assert "- [classification-part1/summary.md](classification-part1/summary.md): profile " \
-        "`full` with x=2, 1 repeat(s), 5 rows," in text
-    assert "- [classification-part2/summary.md](classification-part2/summary.md): profile " \
-        "`full`, 1 repeat(s), 1 rows," in text
-    assert "classification-quick" not in text and "Split: 20 % held out." in text
-    assert "## srf" in text and "Not run yet: `dkrp experiment srf --profile full`." in text
+    assert row[6:9] == ["-", "not run yet", "time to transform the training set; " + run]
+
+    assert lines[:6] == [
+        "# Reproduction of the papers' published numbers",
+        "",
+        f"Generated by `dkrp experiment report` from the `runs.csv` files under `{results}/` "
+        "(do not edit by hand; re-run the experiments, then the report).",
+        "",
+        "Verdicts: **agrees** when |ours - paper| <= 2 sqrt(s_paper^2 + s_ours^2) (the "
+        "paper's ± and our standard deviation over seeds) or, with no spread on either side, "
+        "within 0.5 for accuracy, 0.5 for cv_accuracy, 0.5 for test_accuracy, 0.005 for f1, "
+        "0.1 (relative) for distortion, 0.1 (relative) for mse; **differs** otherwise (the "
+        "note says what differs in the setup); **timing**: seconds on different hardware, "
+        "not judged.",
+        "",
+    ]
     # the totals count the rows' verdicts
-    verdicts = [line.split("|")[8].strip() for line in text.splitlines()
+    verdicts = [line.split("|")[8].strip() for line in lines
                 if line.startswith("| ") and not line.startswith("| table")]
-    totals = next(line for line in text.splitlines() if line.startswith("Totals: "))
-    for status in ("agrees", "differs", "timing", "not run yet", "data not available here"):
-        assert f"{verdicts.count(status)} {status}" in totals
-    assert sum(verdicts.count(s) for s in ("agrees", "differs", "timing")) == 5  # k=1500, 2000
+    assert lines[6] == "Totals: " + ", ".join(
+        f"{verdicts.count(s)} {s}" for s in
+        ("agrees", "differs", "timing", "not run yet", "data not available here")) + "."
+    assert lines[7] == ""
+    assert sum(verdicts.count(s) for s in ("agrees", "differs", "timing")) == 4
+    # each folder judged is listed once, in name order, with what was changed; the notes are
+    # the first folder's; the quick, foreign, broken and csv-less folders are not listed
+    section = lines[lines.index("## classification"):]
+    assert section[:9] == [
+        "## classification",
+        "",
+        "- [a-no-columns/summary.md](a-no-columns/summary.md): profile `full` with x=2, y=3, "
+        "2 repeat(s), 2 rows, dkrp 0.2.0 (no git), m1, 2026-01-02T03:04:05. "
+        "Plots: [p1.png](a-no-columns/p1.png), [p2.png](a-no-columns/p2.png).",
+        section[3], section[4], "", "Handwritten notes.", "",
+        "| table | dataset | method | parameters | metric | paper | ours | verdict | note |",
+    ]
+    assert section[3].startswith(
+        "- [classification-part1/summary.md](classification-part1/summary.md): profile "
+        "`full` with x=2, 1 repeat(s), 6 rows, dkrp ")
+    assert section[4].startswith(
+        "- [classification-part2/summary.md](classification-part2/summary.md): profile "
+        "`full`, 1 repeat(s), 1 rows, dkrp ")
+    assert "Plots:" not in section[4] and section[9] == "|" + "---|" * 9
+    assert "Split: 20 % held out." not in text and "classification-a-quick" not in text
+    srf = lines[lines.index("## srf"):]
+    assert srf[:4] == ["## srf", "", "Not run yet: `dkrp experiment srf --profile full`.", ""]
+    assert lines[lines.index("## srf") - 1] == ""  # a blank line closes every table
+
+    monkeypatch.chdir(tmp_path)  # the default folder is ./results
+    assert build_report() == build_report("results")
+    assert write_report() == Path("results") / "REPRODUCTION.md"
+    assert (results / "REPRODUCTION.md").read_text() == build_report("results")
+    assert sorted(p.name for p in results.iterdir() if p.is_file()) == ["REPRODUCTION.md"]
+
+
+def test_report_compares_parameters_as_numbers_else_as_trimmed_text():
+    from dkrp.experiments.report import _same
+
+    assert _same("0.50", "0.5") and _same(2, "2.0") and _same("1e-13", "0")
+    assert not _same("2", "2.5") and not _same("0.5", "0.6")
+    assert _same(" rbf", "rbf ") and not _same("rbf", "poly") and not _same("rbf", "None")
+
+
+def test_report_prints_four_figures_below_one_two_below_a_thousand_then_none():
+    from dkrp.experiments.report import _fmt
+
+    assert [_fmt(x) for x in (0.5, 1.0, 999.994, 1000.0, 16680.0)] == [
+        "0.5000", "1.00", "999.99", "1000", "16680"]
+    assert _fmt(16680.0, 120.0, 3) == "16680 ± 120 (n=3)" and _fmt(0.5, 0.0, 1) == "0.5000 (n=1)"
 
 
 def test_report_never_replaces_a_users_file(tmp_path):
-    from dkrp.experiments.report import write_report
+    from dkrp.experiments.report import _GENERATED, write_report
 
     (tmp_path / "REPRODUCTION.md").write_text("my notes")
-    with pytest.raises(FileExistsError, match="not written by `dkrp experiment report`"):
+    with pytest.raises(FileExistsError, match="not written by `dkrp experiment report`; dkrp "
+                       "does not replace it. Move it away or choose another --output."):
         write_report(tmp_path)
     assert (tmp_path / "REPRODUCTION.md").read_text() == "my notes"
+    # a file that is not text, and notes that quote the marker past their first 2,000
+    # characters, are a user's too
+    (tmp_path / "REPRODUCTION.md").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(FileExistsError):
+        write_report(tmp_path)
+    quoting = "n" * (2001 - len(_GENERATED)) + _GENERATED
+    (tmp_path / "REPRODUCTION.md").write_text(quoting)
+    with pytest.raises(FileExistsError):
+        write_report(tmp_path)
+    assert (tmp_path / "REPRODUCTION.md").read_text() == quoting
+    (tmp_path / "REPRODUCTION.md").write_text(quoting[1:])  # within them: the report's own
+    assert _GENERATED in write_report(tmp_path).read_text()
+    missing = tmp_path / "none"
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            f"No results folder {missing}: run `dkrp experiment NAME --output {missing}` first.")):
+        write_report(tmp_path / "none")
 
 
 @pytest.mark.data

@@ -65,7 +65,8 @@ def _load_runs(results: Path) -> dict:
         except ValueError:
             continue
         csv_path = marker.parent / "runs.csv"
-        if meta.get("made_by") != "dkrp experiment" or not csv_path.is_file():
+        if (not isinstance(meta, dict) or meta.get("made_by") != "dkrp experiment"
+                or not csv_path.is_file()):
             continue
         if meta.get("profile") != "full":  # quick runs use slices: never judged against papers
             continue
@@ -75,7 +76,9 @@ def _load_runs(results: Path) -> dict:
 
 
 def _matching(frame, value):
-    mask = (frame.get("dataset", "") == value.dataset) & (frame.get("method", "") == value.method)
+    if "dataset" not in frame.columns or "method" not in frame.columns:
+        return None  # not a table of the papers' rows (each names its dataset and method)
+    mask = (frame["dataset"] == value.dataset) & (frame["method"] == value.method)
     if not mask.any():
         return None
     for key, wanted in value.params.items():
@@ -114,8 +117,6 @@ def verdict(paper, paper_std, mean, std, metric) -> str:
 
 
 def _fmt(x, std=None, n=None):
-    if x is None:
-        return "-"
     digits = 4 if abs(x) < 1 else (2 if abs(x) < 1000 else 0)
     text = f"{x:.{digits}f}"
     if std:
@@ -123,14 +124,6 @@ def _fmt(x, std=None, n=None):
     if n is not None:
         text += f" (n={n})"
     return text
-
-
-def _command(value):
-    return f"`dkrp experiment {value.experiment} --profile full`"
-
-
-def _available(value) -> bool:
-    return value.available not in (False, "no")
 
 
 def build_report(results="results") -> str:
@@ -157,7 +150,7 @@ def build_report(results="results") -> str:
             mean = sum(ours) / n
             std = math.sqrt(sum((x - mean) ** 2 for x in ours) / (n - 1)) if n > 1 else 0.0
             stats = (mean, std, n)
-        if not _available(value) or (stats is None and DATASETS.get(value.dataset) == "subset"):
+        if not value.available or (stats is None and DATASETS.get(value.dataset) == "subset"):
             # ("subset": only part of the paper's data is here; runs on it carry another
             # dataset label, so the paper's own rows wait for the full data)
             status = "data not available here"
@@ -176,7 +169,7 @@ def build_report(results="results") -> str:
         if status in ("differs", "not run yet", "data not available here"):
             why = value.note
             if status != "differs":
-                why = (why + "; " if why else "") + "run: " + _command(value)
+                why = (why + "; " if why else "") + "run: " + _command_for(value.experiment)
         unit = f" ({value.unit})" if value.unit not in ("", "%", "s") else ""
         sections.setdefault(value.experiment, []).append(
             f"| {value.table} | {value.dataset} | {value.method} | {params} | {value.metric}"
