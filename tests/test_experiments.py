@@ -366,7 +366,11 @@ def test_report_pools_tagged_full_runs_and_ignores_quick_and_foreign_folders(tmp
         {**full, "repeats": 2, "overrides": {"x": 2, "y": 3}, "dkrp": "0.2.0",
          "git_commit": None, "machine": "m1", "started_utc": "2026-01-02T03:04:05",
          "plots": ["p1.png", "p2.png"], "notes": "Handwritten notes."},
-        "k,accuracy\n1500,1.0\n1500,2.0\n")
+        "dataset,k,accuracy\nmnist,1500,1.0\nmnist,1500,2.0\n")
+    _handwritten_run(  # written by an older dkrp: no plots, no row count
+        results / "a-older", {**full, "repeats": 1, "dkrp": "0.1.0", "git_commit": "abc1234",
+                              "machine": "m0", "started_utc": "s0"},
+        "dataset,method,degree,k,accuracy\n" + "mnist,nystroem,2,1000,1.0\n" * 3)
     text = build_report(results)
     lines = text.splitlines()
 
@@ -416,22 +420,24 @@ def test_report_pools_tagged_full_runs_and_ignores_quick_and_foreign_folders(tmp
     # each folder judged is listed once, in name order, with what was changed; the notes are
     # the first folder's; the quick, foreign, broken and csv-less folders are not listed
     section = lines[lines.index("## classification"):]
-    assert section[:9] == [
+    assert section[:10] == [
         "## classification",
         "",
         "- [a-no-columns/summary.md](a-no-columns/summary.md): profile `full` with x=2, y=3, "
         "2 repeat(s), 2 rows, dkrp 0.2.0 (no git), m1, 2026-01-02T03:04:05. "
         "Plots: [p1.png](a-no-columns/p1.png), [p2.png](a-no-columns/p2.png).",
-        section[3], section[4], "", "Handwritten notes.", "",
+        "- [a-older/summary.md](a-older/summary.md): profile `full`, 1 repeat(s), 3 rows, "
+        "dkrp 0.1.0 (abc1234), m0, s0.",
+        section[4], section[5], "", "Handwritten notes.", "",
         "| table | dataset | method | parameters | metric | paper | ours | verdict | note |",
     ]
-    assert section[3].startswith(
+    assert section[4].startswith(
         "- [classification-part1/summary.md](classification-part1/summary.md): profile "
         "`full` with x=2, 1 repeat(s), 6 rows, dkrp ")
-    assert section[4].startswith(
+    assert section[5].startswith(
         "- [classification-part2/summary.md](classification-part2/summary.md): profile "
         "`full`, 1 repeat(s), 1 rows, dkrp ")
-    assert "Plots:" not in section[4] and section[9] == "|" + "---|" * 9
+    assert "Plots:" not in section[5] and section[10] == "|" + "---|" * 9
     assert "Split: 20 % held out." not in text and "classification-a-quick" not in text
     srf = lines[lines.index("## srf"):]
     assert srf[:4] == ["## srf", "", "Not run yet: `dkrp experiment srf --profile full`.", ""]

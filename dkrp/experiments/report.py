@@ -170,10 +170,9 @@ def build_report(results="results") -> str:
             why = value.note
             if status != "differs":
                 why = (why + "; " if why else "") + "run: " + _command_for(value.experiment)
-        unit = f" ({value.unit})" if value.unit not in ("", "%", "s") else ""
         sections.setdefault(value.experiment, []).append(
             f"| {value.table} | {value.dataset} | {value.method} | {params} | {value.metric}"
-            f"{unit} | {_fmt(value.value, value.std)} | {ours_text} | {status} | {why} |"
+            f" | {_fmt(value.value, value.std)} | {ours_text} | {status} | {why} |"
         )
     lines = [
         "# Reproduction of the papers' published numbers",
@@ -203,7 +202,7 @@ def build_report(results="results") -> str:
                 f"- [{rel}/summary.md]({rel}/summary.md): profile `{meta['profile']}`"
                 + (f" with {', '.join(f'{k}={v}' for k, v in changed.items())}"
                    if changed else "")
-                + f", {meta['repeats']} repeat(s), {meta.get('rows', len(frame))} rows, "
+                + f", {meta['repeats']} repeat(s), {len(frame)} rows, "
                 f"dkrp {meta.get('dkrp')} ({meta.get('git_commit') or 'no git'}), "
                 f"{meta.get('machine')}, {meta.get('started_utc')}."
                 + (f" Plots: {plots}." if plots else "")
