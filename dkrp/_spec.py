@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _npy
 from ._names import PROJECTORS
+from ._npy import load as load_npy
 from ._random import array_checksum
 from .errors import InvalidTypeError, SpecError
 
@@ -154,7 +154,7 @@ def encode_array(a: np.ndarray) -> str:
 
 def decode_array(text: str) -> np.ndarray:
     """Inverse of :func:`encode_array`; object arrays are refused."""
-    return _npy.load(io.BytesIO(base64.b64decode(text.encode("ascii"))))
+    return load_npy(io.BytesIO(base64.b64decode(text.encode("ascii"))))
 
 
 def state_checksum(est) -> str:

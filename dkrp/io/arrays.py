@@ -15,7 +15,8 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from .. import _npy
+from .._npy import load as load_npy
+from .._npy import read_layout, read_rows
 from ..errors import InvalidInputError, Message, Param
 from ._common import array_from_blocks, file_sha256, open_maybe_compressed
 from .dataset_store import (
@@ -37,7 +38,7 @@ def open_npy(path) -> np.ndarray:
     if not path.exists():
         raise FileNotFoundError(f"Input file {path} does not exist")
     try:
-        arr = _npy.load(path, mmap_mode="r")
+        arr = load_npy(path, mmap_mode="r")
     except ValueError as exc:
         raise InvalidInputError(f"{path}: not a plain numeric .npy array ({exc})") from exc
     if not isinstance(arr, np.ndarray) or arr.ndim != 2:
@@ -51,7 +52,7 @@ def open_npy(path) -> np.ndarray:
 
 
 def _npy_block(layout, r0, r1):
-    return _npy.read_rows(layout, r0, r1), None
+    return read_rows(layout, r0, r1), None
 
 
 def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
@@ -65,7 +66,7 @@ def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
     if chunk_rows is None:
         chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
     create_dense(group, "X", n_samples, width, chunk_rows, dtype)
-    write_dense_blocks(_npy_block, (_npy.read_layout(source),), n_samples, chunk_rows, str(tmp),
+    write_dense_blocks(_npy_block, (read_layout(source),), n_samples, chunk_rows, str(tmp),
                        dtype, None, str(source), None, scheduler)
     return dense_attrs(n_samples, width, dtype, chunk_rows)
 
@@ -196,7 +197,7 @@ def from_npy(path, chunk_rows: int | None = None) -> da.Array:
     )
     token = tokenize(str(path), os.stat(path).st_mtime_ns, arr.shape, str(arr.dtype), chunk_rows)
     return array_from_blocks(
-        "from-npy", _npy.read_rows, (_npy.read_layout(path),),
+        "from-npy", read_rows, (read_layout(path),),
         row_chunk_sizes(arr.shape[0], chunk_rows),
         arr.shape[1], np.empty((0, arr.shape[1]), dtype=arr.dtype), token,
     )
