@@ -8,6 +8,7 @@ file damaged). Real Zarr stores on disk, written on dask's local scheduler.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import dask.array as da
@@ -47,13 +48,15 @@ def _store(path, *, labels=None, dtype=None, bits=False):
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
     """float64 features with integer labels, float32 features without labels, float64
-    features with float labels (a regression target), and a bit store with labels."""
+    features with float labels (a regression target of tiny values), integer labels
+    beyond float64's 53 bits (identifiers), and a bit store with labels."""
     tmp = tmp_path_factory.mktemp("stores")
     _, y = _rows()
     out = {
         "labelled": _store(tmp / "labelled.zarr", labels=y),
         "float32": _store(tmp / "float32.zarr", dtype="float32"),
-        "regression": _store(tmp / "regression.zarr", labels=y * 0.1 + 1 / 3),
+        "regression": _store(tmp / "regression.zarr", labels=(y * 0.1 + 1 / 3) * 1e-20),
+        "ids": _store(tmp / "ids.zarr", labels=2**62 + 3 + y),
         "bits": _store(tmp / "bits.zarr", labels=y, bits=True),
     }
     return {name: (path, *_read(path)) for name, path in out.items()}
@@ -158,6 +161,7 @@ def test_libsvm_keeps_float_labels_exactly_and_gives_unlabelled_rows_label_0(sto
     Zs, ys = load_svmlight_file(str(tmp_path / "r.svm"), zero_based=False, n_features=K)
     assert np.array_equal(ys, y) and np.array_equal(Zs.toarray(), Z)
     assert (tmp_path / "r.svm").read_text().splitlines()[7] == "%.17g" % y[7]
+    assert "e-21" in "%.17g" % y[7]  # the exponent as C's printf and LIBSVM write it
 
     path, Z, _ = stores["float32"]
     export_features(path, "libsvm", tmp_path / "u.svm")
@@ -166,6 +170,27 @@ def test_libsvm_keeps_float_labels_exactly_and_gives_unlabelled_rows_label_0(sto
     Zs, ys = load_svmlight_file(str(tmp_path / "u.svm"), zero_based=False, n_features=K)
     assert np.array_equal(Zs.toarray().astype(np.float32), Z)  # float32 values, exactly
     assert not ys.any()
+
+
+def test_integer_labels_beyond_float_precision_are_written_exactly(stores, tmp_path):
+    path, _, y = stores["ids"]
+    assert y.dtype == np.int64 and y.min() > 2**53
+    export_features(path, "libsvm", tmp_path / "ids.svm")
+    heads = [line.split()[0] for line in (tmp_path / "ids.svm").read_text().splitlines()]
+    assert heads == [str(label) for label in y.tolist()]
+
+
+def test_parquet_without_pyarrow_says_what_to_install(stores, tmp_path, monkeypatch):
+    from dkrp.errors import MissingDependencyError
+
+    # a user's environment without the parquet extra: pyarrow cannot be imported
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(MissingDependencyError) as err:
+        export_features(stores["labelled"][0], "parquet", tmp_path / "f.parquet")
+    assert str(err.value) == ("Exporting to Parquet needs pyarrow: pip install "
+                              "'dkrp[parquet]'.")
+    assert isinstance(err.value.__cause__, ImportError) and _files(tmp_path) == []
 
 
 def test_an_unknown_format_is_refused_naming_the_formats(stores, tmp_path):
@@ -249,3 +274,28 @@ def test_a_failed_export_leaves_no_file_and_an_old_one_intact(stores, tmp_path, 
     assert _files(out.parent) == (["f.npy", "f.y.npy"] if fmt == "npy" else [f"f.{fmt}"])
     if fmt == "npy":
         assert (out.parent / "f.y.npy").read_bytes() == b"old labels"
+
+
+def test_an_empty_store_of_dkrp_0_1_0_exports_its_columns_and_no_rows(tmp_path):
+    # dkrp 0.1.0 featurized an input without rows into a "complete" store of 0 rows (0.2.0
+    # refuses such input): its export is an empty file of the right columns, not an error
+    import shutil
+
+    import zarr
+
+    store = tmp_path / "empty.zarr"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "v0_1_0" / "features.zarr", store)
+    group = zarr.open_group(str(store), mode="r+")
+    for name in ("Z", "done"):
+        group[name].resize((0,) + group[name].shape[1:])
+    attrs = dict(group.attrs)
+    attrs.update(n_samples=0, n_chunks=0, input={**attrs["input"], "shape": [0, 6]})
+    group.attrs.update(attrs)
+    for fmt in ("npy", "parquet", "libsvm"):
+        result = export_features(store, fmt, tmp_path / f"e.{fmt}")
+        assert (result["rows"], result["n_components"], result["has_labels"]) == (0, 12, False)
+    assert np.load(tmp_path / "e.npy").shape == (0, 12)
+    frame = pd.read_parquet(tmp_path / "e.parquet")
+    assert frame.shape == (0, 12) and list(frame.columns) == [f"z{j}" for j in range(12)]
+    assert (frame.dtypes == np.float64).all()
+    assert (tmp_path / "e.libsvm").read_bytes() == b""
