@@ -8,6 +8,7 @@ file damaged). Real Zarr stores on disk, written on dask's local scheduler.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -65,6 +66,15 @@ def stores(tmp_path_factory):
 def _read(path):
     fs = open_features(path)
     return fs.Z.compute(), None if fs.y is None else fs.y.compute()
+
+
+def _open_files_under(folder):
+    """The files under ``folder`` this process holds open or mapped (Linux), else []."""
+    if not Path("/proc/self/maps").exists():
+        return []
+    targets = [os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.exists()]
+    maps = [line.split(maxsplit=5)[-1] for line in Path("/proc/self/maps").read_text().splitlines()]
+    return sorted({t for t in targets + maps if t.startswith(str(folder))})
 
 
 def _files(folder):
@@ -265,6 +275,9 @@ def test_a_failed_export_leaves_no_file_and_an_old_one_intact(stores, tmp_path, 
     with pytest.raises(ChunkError, match=r"Z/c/2/0"):
         export_features(store, fmt, out)
     assert _files(out.parent) == []
+    # nor a deleted temporary file held open (its disk space in use) while the error is
+    # kept, as a notebook keeps the last one
+    assert _open_files_under(out.parent) == []
     out.write_bytes(b"old")
     if fmt == "npy":
         (out.parent / "f.y.npy").write_bytes(b"old labels")
