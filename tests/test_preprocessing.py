@@ -131,6 +131,17 @@ def test_preprocess_scales_numpy_sparse_and_dask_rows_alike_keeping_float32():
     lazy = preprocess(da.from_array(X, chunks=(10, 5)), prep)
     assert isinstance(lazy, da.Array) and lazy.dtype == np.float64
     assert lazy.compute().tobytes() == got.tobytes()
+    # integer rows (pixels) come back as float64, and a lazy result says so: dask computes
+    # its reductions in the declared dtype
+    pixels = da.from_array(X.astype(np.uint8), chunks=(10, 5))
+    lazy = preprocess(pixels, prep)
+    assert lazy.dtype == np.float64 and lazy._meta.dtype == np.float64
+    np.testing.assert_allclose(lazy.sum(axis=0).compute(),
+                               preprocess(X.astype(np.uint8), prep).sum(axis=0), rtol=1e-12)
+    # float32 rows standardized stay float32 (the statistics are cast to them)
+    stand = {"standardize": stats}
+    assert preprocess(X.astype(np.float32), stand).dtype == np.float32
+    assert preprocess(da.from_array(X.astype(np.float32), chunks=10), stand).dtype == np.float32
     # unit rows of sparse rows: still sparse, the same values; an all-zero row stays zero
     S = X.copy()
     S[S < 100] = 0.0
