@@ -254,8 +254,7 @@ def preprocess(X, prep, *, cast=None):
         # the blocks come back in ``dtype`` (integers as float64): say so, or dask's
         # reductions of the result are computed in the input's integer dtype
         meta = getattr(X, "_meta", None)
-        return X.map_blocks(preprocess, prep, dtype=dtype,
-                            meta=None if meta is None else meta.astype(dtype))
+        return X.map_blocks(preprocess, prep, dtype=dtype, meta=meta)
     if cast is None:
         def cast(name, values, dt):
             return np.asarray(values, dtype=dt)

@@ -158,6 +158,18 @@ def test_preprocess_scales_numpy_sparse_and_dask_rows_alike_keeping_float32():
     assert preprocess(X, None) is X and preprocess(X, {}) is X
 
 
+def test_unit_rows_of_uint8_pixels_are_computed_in_float64():
+    # squares of pixels overflow uint8 (200**2 = 40000): the norms must not be taken in it
+    pixels = np.random.default_rng(2).integers(0, 256, (20, 9)).astype(np.uint8)
+    pixels[pixels < 128] = 0
+    expected = pixels / np.linalg.norm(pixels.astype(np.float64), axis=1, keepdims=True)
+    for rows in (pixels, sp.csr_matrix(pixels)):
+        out = preprocess(rows, {"scale_rows": "unit"})
+        out = out.toarray() if sp.issparse(out) else out
+        assert out.dtype == np.float64
+        np.testing.assert_allclose(out, expected, rtol=1e-14)
+
+
 def test_a_standardizing_map_refuses_sparse_rows_and_uses_cached_statistics():
     prep = fit_preprocessing(X, standardize=True)
     with pytest.raises(InvalidInputError) as err:
