@@ -69,6 +69,36 @@ def test_standardize_learns_the_training_mean_and_std_and_leaves_constant_column
                                X32.astype(np.float64).mean(axis=0), rtol=1e-15)
 
 
+def test_standardize_of_a_dask_array_brings_back_only_the_statistics():
+    # a dataset larger than the client's memory: the rows stay on the workers
+    import dask
+
+    returned = []
+
+    def get(dsk, keys, **kwargs):
+        results = dask.get(dsk, keys, **kwargs)
+        returned.extend(dask.core.flatten(results))
+        return results
+
+    rows = da.from_array(np.tile(X, (50, 1)), chunks=(100, 5))  # 2,000 rows
+    with dask.config.set(scheduler=get):
+        prep = fit_preprocessing(rows, standardize=True)
+    assert sum(np.asarray(r).nbytes for r in returned) <= 4 * 5 * 8  # a few 5-vectors
+    np.testing.assert_allclose(prep["standardize"]["mean"], X.mean(axis=0), rtol=1e-13)
+
+
+def test_rows_in_a_zarr_array_are_scaled_as_numpy_rows(tmp_path):
+    # an array with chunks that is not a dask array (zarr, h5py) is read as numpy rows
+    import zarr
+
+    rows = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=X.shape, dtype=X.dtype,
+                           chunks=(10, 5))
+    rows[:] = X
+    prep = fit_preprocessing(rows, standardize=True, scale_rows="unit")
+    assert prep == fit_preprocessing(X, standardize=True, scale_rows="unit")
+    assert preprocess(rows, prep).tobytes() == preprocess(X, prep).tobytes()
+
+
 def test_a_column_constant_up_to_rounding_is_left_unscaled_and_a_narrow_one_is_not():
     big = np.full((30, 2), 1e6)
     big[:, 0] += np.tile([0.0, 1e-6], 15)  # a real spread, tiny next to the mean
