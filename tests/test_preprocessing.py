@@ -105,6 +105,11 @@ def test_a_column_constant_up_to_rounding_is_left_unscaled_and_a_narrow_one_is_n
     big[:, 1] = np.float64(1e6) + np.tile([0.0, np.spacing(1e6)], 15)  # rounding noise
     scale = fit_preprocessing(big, standardize=True)["standardize"]["scale"]
     assert scale[0] == pytest.approx(0.5e-6, rel=1e-3) and scale[1] == 1.0
+    # small measurements (SI units: femtometres) that do vary are scaled, not taken for
+    # a constant
+    small = np.tile([[0.0], [6e-15]], (15, 1))
+    assert fit_preprocessing(small, standardize=True)["standardize"]["scale"] == [
+        pytest.approx(3e-15, rel=1e-12)]
 
 
 def test_unit_rows_alone_learn_nothing_and_no_scaling_is_none():
