@@ -249,10 +249,12 @@ def preprocess(X, prep, *, cast=None):
 
     if not prep:
         return X
-    if _is_dask(X):
-        meta = getattr(X, "_meta", None)
-        return X.map_blocks(preprocess, prep, dtype=X.dtype, meta=meta)
     dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    if _is_dask(X):
+        # the blocks come back in ``dtype`` (integers as float64): say so, or dask's
+        # reductions of the result are computed in the input's integer dtype
+        meta = getattr(X, "_meta", None)
+        return X.map_blocks(preprocess, prep, dtype=dtype, meta=meta)
     if cast is None:
         def cast(name, values, dt):
             return np.asarray(values, dtype=dt)

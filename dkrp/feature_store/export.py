@@ -123,29 +123,32 @@ def export_features(path, to, out, *, overwrite=False) -> dict:
 
 def _write_npy(features, tmp, tmp_labels):
     Z = features.Z
-    array = np.lib.format.open_memmap(tmp, mode="w+", dtype=Z.dtype, shape=Z.shape)
-    labels = None
-    if features.y is not None:
-        labels = np.lib.format.open_memmap(tmp_labels, mode="w+", dtype=features.y.dtype,
-                                           shape=features.y.shape)
-    row = 0
-    for z, y in _blocks(features):
-        array[row:row + len(z)] = z
+    array = labels = None
+    try:
+        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=Z.dtype, shape=Z.shape)
+        if features.y is not None:
+            labels = np.lib.format.open_memmap(tmp_labels, mode="w+", dtype=features.y.dtype,
+                                               shape=features.y.shape)
+        row = 0
+        for z, y in _blocks(features):
+            array[row:row + len(z)] = z
+            if labels is not None:
+                labels[row:row + len(z)] = y
+            row += len(z)
+        array.flush()
         if labels is not None:
-            labels[row:row + len(z)] = y
-        row += len(z)
-    array.flush()
-    del array
-    if labels is not None:
-        labels.flush()
-        del labels
+            labels.flush()
+    finally:
+        # unmap both files now, also when a chunk fails: the exception's traceback keeps
+        # this frame, and with it the maps of the deleted temporary files, open
+        del array, labels
 
 
 def _write_parquet(features, tmp, k):
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
-    except ImportError as exc:  # pragma: no cover - pyarrow is a test dependency
+    except ImportError as exc:
         raise MissingDependencyError(
             "Exporting to Parquet needs pyarrow: pip install 'dkrp[parquet]'.") from exc
     names = [f"z{j}" for j in range(k)]
