@@ -8,6 +8,7 @@ one byte of a chunk file flipped.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -414,3 +415,53 @@ def test_dkrp_verify_refusing_another_input_advises_only_its_own_flags(stores):
     report = verify_store(store, repair=True)
     assert report["ok"] and report["repaired"] == [1, 4] and report["repaired_labels"] == []
     assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
+# -- bad chunks of an unfinished store, and the recheck after a repair (issue 28, item 6) ----
+
+
+def _unfinished(tmp_path):
+    """A store of 5 chunks whose run was killed before chunk 3 (its Z chunk and done marker
+    not written, ``complete`` not yet set): (path, input)."""
+    X = da.from_array(np.random.default_rng(7).standard_normal((230, 6)), chunks=(CHUNK, 6))
+    featurize_to_store(X, tmp_path / "f.zarr", _krp(), progress=False)
+    store = tmp_path / "f.zarr"
+    meta = json.loads((store / "zarr.json").read_text())
+    meta["attributes"]["complete"] = False
+    (store / "zarr.json").write_text(json.dumps(meta))
+    (store / "Z" / "c" / "3" / "0").unlink()
+    (store / "done" / "c" / "3").unlink()
+    return store, X
+
+
+def test_a_corrupt_done_marker_of_an_unfinished_store_is_bad_not_also_pending(tmp_path):
+    # before: the chunk was counted twice, as bad and as pending (3 - 1 done = 2 pending)
+    from dkrp.feature_store import verify_store
+
+    store, X = _unfinished(tmp_path)
+    assert verify_store(store)["pending"] == 1  # chunk 3
+    marker = store / "done" / "c" / "0"
+    flip_byte(marker, offset=marker.stat().st_size // 2)
+    report = verify_store(store)
+    assert not report["ok"] and report["bad_chunks"] == [0] and report["pending"] == 1
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("done/c/0", "corrupt")]
+    assert "--repair` to recompute the 1 bad chunk(s) of Z" in report["advice"]
+    repaired = verify_store(store, repair=True, input=X)
+    assert repaired["ok"] and repaired["repaired"] == [0] and repaired["pending"] == 1
+    assert "1 of 5 chunks are not written yet" in repaired["advice"]
+    assert verify_store(store)["bad_chunks"] == [] and verify_store(store)["pending"] == 1
+
+
+def test_a_label_chunk_whose_file_is_gone_is_still_bad_on_the_recheck_after_a_repair(labelled):
+    # before: the recheck only read the chunks back, and a missing chunk of y reads as the
+    # fill value without an error: a repair that did not write a label chunk said OK
+    from dkrp.feature_store.verify import _recheck_labels
+
+    store = labelled / "f.zarr"
+    assert _recheck_labels(store, [1, 4]) == []
+    (store / "y" / "c" / "4").unlink()
+    assert _recheck_labels(store, [1, 4]) == [4]
+    chunk = store / "y" / "c" / "1"
+    flip_byte(chunk, offset=chunk.stat().st_size // 2)
+    assert _recheck_labels(store, [4, 1]) == [1, 4]
+    assert _recheck_labels(store, [0, 2, 3]) == []
