@@ -12,6 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -121,21 +122,28 @@ def test_rerun_of_featurize_rewrites_a_deleted_chunk(stores):
 
 
 def test_verify_finds_both_and_repair_is_byte_identical_to_a_clean_run(stores, cluster):
+    from distributed import get_task_stream
+
     from dkrp.feature_store import verify_store
 
     _, client = cluster
     store = stores / "f.zarr"
     _damage(store)
     flip_byte(store / "done" / "c" / "3", offset=3)  # a damaged done marker, too
-    report = verify_store(store)
+    with dask.config.set(scheduler="sync"), get_task_stream(client) as stream:
+        report = verify_store(store, client=client)  # the chunks are read on the cluster
+    assert len(stream.data) >= 1
     assert not report["ok"] and report["checksums"] and report["chunks_checked"] == 10
     assert [(p["file"], p["problem"]) for p in report["problems"]] == [
         ("Z/c/1/0", "corrupt"), ("Z/c/4/0", "missing"), ("done/c/3", "corrupt")]
     assert report["bad_chunks"] == [1, 3, 4] and "--repair" in report["advice"]
     assert store_digest(store) != store_digest(stores / "clean.zarr")
 
-    repaired = verify_store(store, repair=True, client=client)
+    # the chunks are recomputed on the cluster given, not on dask's default scheduler
+    with dask.config.set(scheduler="sync"), get_task_stream(client) as stream:
+        repaired = verify_store(store, repair=True, client=client)
     assert repaired["ok"] and repaired["repaired"] == [1, 3, 4]
+    assert sum(str(t["key"]).startswith("dkrp-write-") for t in stream.data) == 3
     assert store_digest(store) == store_digest(stores / "clean.zarr")  # every file
     assert verify_store(store) == {**verify_store(stores / "clean.zarr"),
                                    "path": str(store)}
@@ -465,3 +473,79 @@ def test_a_label_chunk_whose_file_is_gone_is_still_bad_on_the_recheck_after_a_re
     flip_byte(chunk, offset=chunk.stat().st_size // 2)
     assert _recheck_labels(store, [4, 1]) == [1, 4]
     assert _recheck_labels(store, [0, 2, 3]) == []
+
+
+def test_the_check_after_a_repair_names_every_chunk_of_z_still_missing_or_bad(stores):
+    # what verify --repair reports when a rewrite did not take: each way a chunk can stay bad
+    import zarr
+
+    from dkrp.feature_store.verify import _recheck
+
+    store = stores / "f.zarr"
+    assert _recheck(store, [0, 1, 2, 3, 4]) == []
+    (store / "Z" / "c" / "4" / "0").unlink()  # Z file gone
+    flip_byte(store / "Z" / "c" / "1" / "0")  # Z chunk corrupt
+    (store / "done" / "c" / "2").unlink()  # marker gone
+    zarr.open_array(str(store / "done"), mode="r+")[3] = 0  # marker says not done
+    assert _recheck(store, [0, 1, 2, 3, 4]) == [1, 2, 3, 4]
+    marker = store / "done" / "c" / "0"
+    flip_byte(marker, offset=marker.stat().st_size // 2)  # marker corrupt
+    assert _recheck(store, [4, 0]) == [4, 0]
+
+
+def test_verify_of_a_missing_path_or_a_folder_that_is_no_store_says_which(tmp_path):
+    import zarr
+
+    from dkrp.feature_store import FeatureStoreError, verify_features, verify_store
+
+    with pytest.raises(FileNotFoundError, match=r"No store at .*nothere\.zarr: the path does "
+                                                r"not exist\."):
+        verify_store(tmp_path / "nothere.zarr")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FeatureStoreError, match=r"empty is not a dkrp dataset or feature store "
+                                                r"\(attribute dkrp_format is None\)\."):
+        verify_store(tmp_path / "empty")
+    zarr.open_group(str(tmp_path / "other.zarr"), mode="w").attrs["dkrp_format"] = "ensemble"
+    with pytest.raises(FeatureStoreError, match=r"other\.zarr is not a dkrp dataset or feature "
+                                                r"store \(attribute dkrp_format is 'ensemble'\)"):
+        verify_store(tmp_path / "other.zarr")
+    with pytest.raises(FeatureStoreError, match=r"other\.zarr is not a dkrp feature store\."):
+        verify_features(tmp_path / "other.zarr")
+    with pytest.raises(FeatureStoreError, match=r"empty is not a dkrp feature store\."):
+        verify_features(tmp_path / "empty")
+
+
+def test_verify_of_a_dataset_store_reads_on_the_client_given(stores, cluster):
+    # a callable client (the CLI's lazy cluster) is not started just to check a dataset
+    from distributed import get_task_stream
+
+    from dkrp.feature_store import verify_store
+
+    _, client = cluster
+    with dask.config.set(scheduler="sync"):  # not the cluster, unless it is given
+        with get_task_stream(client) as stream:
+            report = verify_store(stores / "x.zarr", client=client)
+        assert report["ok"] and report["format"] == "dataset" and len(stream.data) >= 1
+
+        def lazy():
+            raise AssertionError("the cluster was started")
+
+        with get_task_stream(client) as stream:
+            assert verify_store(stores / "x.zarr", client=lazy)["ok"]
+        assert stream.data == []
+
+
+def test_a_repair_reports_its_progress_to_a_callback_and_is_quiet_by_default(stores, capfd):
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    _damage(store)
+    calls = []
+    report = verify_store(store, repair=True, progress=lambda done, total: calls.append(
+        (done, total)))
+    assert report["ok"] and sorted(calls) == [(4, 5), (5, 5)]  # 3 of 5 chunks were fine
+    _damage(store)
+    capfd.readouterr()
+    assert verify_store(store, repair=True)["ok"]
+    assert capfd.readouterr().err == ""  # no progress bar
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
