@@ -359,7 +359,9 @@ def test_verify_refuses_a_store_that_lost_its_labels_array(labelled):
 
     store = labelled / "f.zarr"
     (store / "y" / "zarr.json").unlink()
-    with pytest.raises(FeatureStoreError, match=r"labels but has no array y \(y/zarr\.json"):
+    with pytest.raises(FeatureStoreError, match=r"labels but has no array y \(y/zarr\.json "
+                                                r"is missing\): the store is damaged\. "
+                                                r"Featurize the input again\.$"):
         verify_store(store)
 
 
@@ -450,13 +452,17 @@ def test_a_corrupt_done_marker_of_an_unfinished_store_is_bad_not_also_pending(tm
     assert verify_store(store)["pending"] == 1  # chunk 3
     marker = store / "done" / "c" / "0"
     flip_byte(marker, offset=marker.stat().st_size // 2)
+    (store / "Z" / "c" / "1" / "0").unlink()  # chunk 1 is marked done: its loss is bad too
     report = verify_store(store)
-    assert not report["ok"] and report["bad_chunks"] == [0] and report["pending"] == 1
-    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("done/c/0", "corrupt")]
-    assert "--repair` to recompute the 1 bad chunk(s) of Z" in report["advice"]
+    assert not report["ok"] and report["bad_chunks"] == [0, 1] and report["pending"] == 1
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [
+        ("Z/c/1/0", "missing"), ("done/c/0", "corrupt")]  # not Z/c/3/0: not written yet
+    assert report["advice"] == (f"Run `dkrp verify {store} --repair` to recompute the 2 bad "
+                                "chunk(s) of Z from the spec and the input.")
     repaired = verify_store(store, repair=True, input=X)
-    assert repaired["ok"] and repaired["repaired"] == [0] and repaired["pending"] == 1
-    assert "1 of 5 chunks are not written yet" in repaired["advice"]
+    assert repaired["ok"] and repaired["repaired"] == [0, 1] and repaired["pending"] == 1
+    assert repaired["advice"] == ("The store is incomplete: 1 of 5 chunks are not written "
+                                  "yet. Run the same featurize command again to finish it.")
     assert verify_store(store)["bad_chunks"] == [] and verify_store(store)["pending"] == 1
 
 
@@ -473,6 +479,10 @@ def test_a_label_chunk_whose_file_is_gone_is_still_bad_on_the_recheck_after_a_re
     flip_byte(chunk, offset=chunk.stat().st_size // 2)
     assert _recheck_labels(store, [4, 1]) == [1, 4]
     assert _recheck_labels(store, [0, 2, 3]) == []
+    from dkrp.feature_store import verify_store
+
+    assert verify_store(store)["advice"] == (f"Run `dkrp verify {store} --repair` to copy the 2 "
+                                             "bad chunk(s) of the labels y from the input.")
 
 
 def test_the_check_after_a_repair_names_every_chunk_of_z_still_missing_or_bad(stores):
@@ -536,7 +546,7 @@ def test_verify_of_a_dataset_store_reads_on_the_client_given(stores, cluster):
 
 
 def test_a_repair_reports_its_progress_to_a_callback_and_is_quiet_by_default(stores, capfd):
-    from dkrp.feature_store import verify_store
+    from dkrp.feature_store import verify_features, verify_store
 
     store = stores / "f.zarr"
     _damage(store)
@@ -546,6 +556,49 @@ def test_a_repair_reports_its_progress_to_a_callback_and_is_quiet_by_default(sto
     assert report["ok"] and sorted(calls) == [(4, 5), (5, 5)]  # 3 of 5 chunks were fine
     _damage(store)
     capfd.readouterr()
-    assert verify_store(store, repair=True)["ok"]
+    report = verify_store(store, repair=True)
+    assert report["ok"] and report["advice"] is None
+    _damage(store)
+    assert verify_features(store, repair=True)["ok"]
     assert capfd.readouterr().err == ""  # no progress bar
     assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
+def test_the_report_of_a_sound_store_in_full_and_a_repair_of_it_needs_no_input(stores):
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    sound = {
+        "format": "features", "path": str(store), "complete": True, "ok": True,
+        "checksums": True, "arrays": {"Z": {"chunks": 5, "checksums": True},
+                                      "done": {"chunks": 5, "checksums": True}},
+        "chunks_checked": 10, "problems": [], "bad_chunks": [], "bad_labels": [],
+        "pending": 0, "repaired": [], "repaired_labels": [], "advice": None,
+    }
+    assert verify_store(store) == sound
+    shutil.rmtree(stores / "x.zarr")  # nothing to repair: the input is not opened
+    assert verify_store(store, repair=True) == sound
+    _damage(store)
+    report = verify_store(store)
+    assert report["advice"] == (f"Run `dkrp verify {store} --repair` to recompute the 2 bad "
+                                "chunk(s) of Z from the spec and the input.")
+
+
+def test_a_lazy_client_is_started_only_when_there_is_something_to_repair(stores, cluster):
+    from dkrp.feature_store import verify_store
+
+    _, client = cluster
+    started = []
+
+    def lazy():
+        started.append(1)
+        return client
+
+    store = stores / "f.zarr"
+    assert verify_store(store, client=lazy)["ok"]
+    assert verify_store(store, client=lazy, repair=True)["ok"] and started == []
+    _damage(store)
+    assert verify_store(store, client=lazy, repair=True)["repaired"] == [1, 4]
+    assert started == [1]
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
+
