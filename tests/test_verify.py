@@ -604,3 +604,14 @@ def test_a_lazy_client_is_started_only_when_there_is_something_to_repair(stores,
     assert started == [1]
     assert store_digest(store) == store_digest(stores / "clean.zarr")
 
+
+
+def test_verify_features_only_checks_a_damaged_store_unless_asked_to_repair(stores):
+    from dkrp.feature_store import verify_features
+
+    store = stores / "f.zarr"
+    _damage(store)
+    before = store_digest(store)
+    report = verify_features(store)
+    assert not report["ok"] and report["bad_chunks"] == [1, 4] and report["repaired"] == []
+    assert store_digest(store) == before
