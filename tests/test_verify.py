@@ -8,9 +8,11 @@ one byte of a chunk file flipped.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -120,21 +122,28 @@ def test_rerun_of_featurize_rewrites_a_deleted_chunk(stores):
 
 
 def test_verify_finds_both_and_repair_is_byte_identical_to_a_clean_run(stores, cluster):
+    from distributed import get_task_stream
+
     from dkrp.feature_store import verify_store
 
     _, client = cluster
     store = stores / "f.zarr"
     _damage(store)
     flip_byte(store / "done" / "c" / "3", offset=3)  # a damaged done marker, too
-    report = verify_store(store)
+    with dask.config.set(scheduler="sync"), get_task_stream(client) as stream:
+        report = verify_store(store, client=client)  # the chunks are read on the cluster
+    assert len(stream.data) >= 1
     assert not report["ok"] and report["checksums"] and report["chunks_checked"] == 10
     assert [(p["file"], p["problem"]) for p in report["problems"]] == [
         ("Z/c/1/0", "corrupt"), ("Z/c/4/0", "missing"), ("done/c/3", "corrupt")]
     assert report["bad_chunks"] == [1, 3, 4] and "--repair" in report["advice"]
     assert store_digest(store) != store_digest(stores / "clean.zarr")
 
-    repaired = verify_store(store, repair=True, client=client)
+    # the chunks are recomputed on the cluster given, not on dask's default scheduler
+    with dask.config.set(scheduler="sync"), get_task_stream(client) as stream:
+        repaired = verify_store(store, repair=True, client=client)
     assert repaired["ok"] and repaired["repaired"] == [1, 3, 4]
+    assert sum(str(t["key"]).startswith("dkrp-write-") for t in stream.data) == 3
     assert store_digest(store) == store_digest(stores / "clean.zarr")  # every file
     assert verify_store(store) == {**verify_store(stores / "clean.zarr"),
                                    "path": str(store)}
@@ -350,7 +359,9 @@ def test_verify_refuses_a_store_that_lost_its_labels_array(labelled):
 
     store = labelled / "f.zarr"
     (store / "y" / "zarr.json").unlink()
-    with pytest.raises(FeatureStoreError, match=r"labels but has no array y \(y/zarr\.json"):
+    with pytest.raises(FeatureStoreError, match=r"labels but has no array y \(y/zarr\.json "
+                                                r"is missing\): the store is damaged\. "
+                                                r"Featurize the input again\.$"):
         verify_store(store)
 
 
@@ -414,3 +425,193 @@ def test_dkrp_verify_refusing_another_input_advises_only_its_own_flags(stores):
     report = verify_store(store, repair=True)
     assert report["ok"] and report["repaired"] == [1, 4] and report["repaired_labels"] == []
     assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
+# -- bad chunks of an unfinished store, and the recheck after a repair (issue 28, item 6) ----
+
+
+def _unfinished(tmp_path):
+    """A store of 5 chunks whose run was killed before chunk 3 (its Z chunk and done marker
+    not written, ``complete`` not yet set): (path, input)."""
+    X = da.from_array(np.random.default_rng(7).standard_normal((230, 6)), chunks=(CHUNK, 6))
+    featurize_to_store(X, tmp_path / "f.zarr", _krp(), progress=False)
+    store = tmp_path / "f.zarr"
+    meta = json.loads((store / "zarr.json").read_text())
+    meta["attributes"]["complete"] = False
+    (store / "zarr.json").write_text(json.dumps(meta))
+    (store / "Z" / "c" / "3" / "0").unlink()
+    (store / "done" / "c" / "3").unlink()
+    return store, X
+
+
+def test_a_corrupt_done_marker_of_an_unfinished_store_is_bad_not_also_pending(tmp_path):
+    # before: the chunk was counted twice, as bad and as pending (3 - 1 done = 2 pending)
+    from dkrp.feature_store import verify_store
+
+    store, X = _unfinished(tmp_path)
+    assert verify_store(store)["pending"] == 1  # chunk 3
+    marker = store / "done" / "c" / "0"
+    flip_byte(marker, offset=marker.stat().st_size // 2)
+    (store / "Z" / "c" / "1" / "0").unlink()  # chunk 1 is marked done: its loss is bad too
+    report = verify_store(store)
+    assert not report["ok"] and report["bad_chunks"] == [0, 1] and report["pending"] == 1
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [
+        ("Z/c/1/0", "missing"), ("done/c/0", "corrupt")]  # not Z/c/3/0: not written yet
+    assert report["advice"] == (f"Run `dkrp verify {store} --repair` to recompute the 2 bad "
+                                "chunk(s) of Z from the spec and the input.")
+    repaired = verify_store(store, repair=True, input=X)
+    assert repaired["ok"] and repaired["repaired"] == [0, 1] and repaired["pending"] == 1
+    assert repaired["advice"] == ("The store is incomplete: 1 of 5 chunks are not written "
+                                  "yet. Run the same featurize command again to finish it.")
+    assert verify_store(store)["bad_chunks"] == [] and verify_store(store)["pending"] == 1
+
+
+def test_a_label_chunk_whose_file_is_gone_is_still_bad_on_the_recheck_after_a_repair(labelled):
+    # before: the recheck only read the chunks back, and a missing chunk of y reads as the
+    # fill value without an error: a repair that did not write a label chunk said OK
+    from dkrp.feature_store.verify import _recheck_labels
+
+    store = labelled / "f.zarr"
+    assert _recheck_labels(store, [1, 4]) == []
+    (store / "y" / "c" / "4").unlink()
+    assert _recheck_labels(store, [1, 4]) == [4]
+    chunk = store / "y" / "c" / "1"
+    flip_byte(chunk, offset=chunk.stat().st_size // 2)
+    assert _recheck_labels(store, [4, 1]) == [1, 4]
+    assert _recheck_labels(store, [0, 2, 3]) == []
+    from dkrp.feature_store import verify_store
+
+    assert verify_store(store)["advice"] == (f"Run `dkrp verify {store} --repair` to copy the 2 "
+                                             "bad chunk(s) of the labels y from the input.")
+
+
+def test_the_check_after_a_repair_names_every_chunk_of_z_still_missing_or_bad(stores):
+    # what verify --repair reports when a rewrite did not take: each way a chunk can stay bad
+    import zarr
+
+    from dkrp.feature_store.verify import _recheck
+
+    store = stores / "f.zarr"
+    assert _recheck(store, [0, 1, 2, 3, 4]) == []
+    (store / "Z" / "c" / "4" / "0").unlink()  # Z file gone
+    flip_byte(store / "Z" / "c" / "1" / "0")  # Z chunk corrupt
+    (store / "done" / "c" / "2").unlink()  # marker gone
+    zarr.open_array(str(store / "done"), mode="r+").with_config(
+        {"write_empty_chunks": True})[3] = 0  # a marker that says not done
+    assert (store / "done" / "c" / "3").is_file()
+    assert _recheck(store, [0, 1, 2, 3, 4]) == [1, 2, 3, 4]
+    marker = store / "done" / "c" / "0"
+    flip_byte(marker, offset=marker.stat().st_size // 2)  # marker corrupt
+    assert _recheck(store, [4, 0]) == [4, 0]
+
+
+def test_verify_of_a_missing_path_or_a_folder_that_is_no_store_says_which(tmp_path):
+    import zarr
+
+    from dkrp.feature_store import FeatureStoreError, verify_features, verify_store
+
+    with pytest.raises(FileNotFoundError, match=r"No store at .*nothere\.zarr: the path does "
+                                                r"not exist\."):
+        verify_store(tmp_path / "nothere.zarr")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FeatureStoreError, match=r"empty is not a dkrp dataset or feature store "
+                                                r"\(attribute dkrp_format is None\)\."):
+        verify_store(tmp_path / "empty")
+    zarr.open_group(str(tmp_path / "other.zarr"), mode="w").attrs["dkrp_format"] = "ensemble"
+    with pytest.raises(FeatureStoreError, match=r"other\.zarr is not a dkrp dataset or feature "
+                                                r"store \(attribute dkrp_format is 'ensemble'\)"):
+        verify_store(tmp_path / "other.zarr")
+    with pytest.raises(FeatureStoreError, match=r"other\.zarr is not a dkrp feature store\."):
+        verify_features(tmp_path / "other.zarr")
+    with pytest.raises(FeatureStoreError, match=r"empty is not a dkrp feature store\."):
+        verify_features(tmp_path / "empty")
+
+
+def test_verify_of_a_dataset_store_reads_on_the_client_given(stores, cluster):
+    # a callable client (the CLI's lazy cluster) is not started just to check a dataset
+    from distributed import get_task_stream
+
+    from dkrp.feature_store import verify_store
+
+    _, client = cluster
+    with dask.config.set(scheduler="sync"):  # not the cluster, unless it is given
+        with get_task_stream(client) as stream:
+            report = verify_store(stores / "x.zarr", client=client)
+        assert report["ok"] and report["format"] == "dataset" and len(stream.data) >= 1
+
+        def lazy():
+            raise AssertionError("the cluster was started")
+
+        with get_task_stream(client) as stream:
+            assert verify_store(stores / "x.zarr", client=lazy)["ok"]
+        assert stream.data == []
+
+
+def test_a_repair_reports_its_progress_to_a_callback_and_is_quiet_by_default(stores, capfd):
+    from dkrp.feature_store import verify_features, verify_store
+
+    store = stores / "f.zarr"
+    _damage(store)
+    calls = []
+    report = verify_store(store, repair=True, progress=lambda done, total: calls.append(
+        (done, total)))
+    assert report["ok"] and sorted(calls) == [(4, 5), (5, 5)]  # 3 of 5 chunks were fine
+    _damage(store)
+    capfd.readouterr()
+    report = verify_store(store, repair=True)
+    assert report["ok"] and report["advice"] is None
+    _damage(store)
+    assert verify_features(store, repair=True)["ok"]
+    assert capfd.readouterr().err == ""  # no progress bar
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
+def test_the_report_of_a_sound_store_in_full_and_a_repair_of_it_needs_no_input(stores):
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    sound = {
+        "format": "features", "path": str(store), "complete": True, "ok": True,
+        "checksums": True, "arrays": {"Z": {"chunks": 5, "checksums": True},
+                                      "done": {"chunks": 5, "checksums": True}},
+        "chunks_checked": 10, "problems": [], "bad_chunks": [], "bad_labels": [],
+        "pending": 0, "repaired": [], "repaired_labels": [], "advice": None,
+    }
+    assert verify_store(store) == sound
+    shutil.rmtree(stores / "x.zarr")  # nothing to repair: the input is not opened
+    assert verify_store(store, repair=True) == sound
+    _damage(store)
+    report = verify_store(store)
+    assert report["advice"] == (f"Run `dkrp verify {store} --repair` to recompute the 2 bad "
+                                "chunk(s) of Z from the spec and the input.")
+
+
+def test_a_lazy_client_is_started_only_when_there_is_something_to_repair(stores, cluster):
+    from dkrp.feature_store import verify_store
+
+    _, client = cluster
+    started = []
+
+    def lazy():
+        started.append(1)
+        return client
+
+    store = stores / "f.zarr"
+    assert verify_store(store, client=lazy)["ok"]
+    assert verify_store(store, client=lazy, repair=True)["ok"] and started == []
+    _damage(store)
+    assert verify_store(store, client=lazy, repair=True)["repaired"] == [1, 4]
+    assert started == [1]
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
+
+def test_verify_features_only_checks_a_damaged_store_unless_asked_to_repair(stores):
+    from dkrp.feature_store import verify_features
+
+    store = stores / "f.zarr"
+    _damage(store)
+    before = store_digest(store)
+    report = verify_features(store)
+    assert not report["ok"] and report["bad_chunks"] == [1, 4] and report["repaired"] == []
+    assert store_digest(store) == before

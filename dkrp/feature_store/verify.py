@@ -177,7 +177,8 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
         if counts:
             problems.append(p)
             bad.add(i)
-    pending = 0 if complete else int(n_chunks - done.sum())
+    # a chunk whose marker is corrupt is bad (repair rewrites it), not also pending
+    pending = 0 if complete else sum(1 for i in range(n_chunks) if not done[i] and i not in bad)
     result = {
         "format": FEATURES_FORMAT,
         "path": str(path),
@@ -205,8 +206,7 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
                 labels=labels, progress=progress, retries=retries, check=check)
         result["repaired"], result["repaired_labels"] = sorted(bad), sorted(bad_labels)
         left = _recheck(path, sorted(bad))
-        left_labels = [c[0] for c, _ in check_chunks(path / "y", [(i,) for i in bad_labels])
-                       ] if bad_labels else []
+        left_labels = _recheck_labels(path, sorted(bad_labels)) if bad_labels else []
         result["ok"] = not (left or left_labels)
         if not result["ok"]:  # pragma: no cover - defensive: the rewrite did not take
             result["advice"] = (f"Chunks {left} of Z and {left_labels} of y are still bad "
@@ -311,3 +311,14 @@ def _recheck(path, chunks) -> list[int]:
                 or done[chunk_region(done, (i,))][0] != 1):
             left.append(i)
     return left
+
+
+def _recheck_labels(path, chunks) -> list[int]:
+    """The chunks among ``chunks`` of ``y`` whose file is missing or still bad (a missing
+    chunk reads as the fill value without an error, so its file is looked for first)."""
+    import zarr
+
+    y = zarr.open_array(str(path / "y"), mode="r")
+    gone = [i for i in chunks if not (path / "y" / chunk_key(y, (i,))).is_file()]
+    return sorted(gone + [c[0] for c, _ in check_chunks(path / "y", [(i,) for i in chunks
+                                                                       if i not in gone])])
