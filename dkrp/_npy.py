@@ -40,7 +40,7 @@ class NpyLayout:
 
     path: str
     offset: int
-    dtype: str
+    dtype: np.dtype
     shape: tuple
     fortran_order: bool
     size: int
@@ -64,7 +64,7 @@ def read_layout(path) -> NpyLayout:
         offset = fh.tell()
     if dtype.hasobject:
         raise ValueError("the array holds Python objects, which would need pickle")
-    return NpyLayout(path, offset, dtype.str, tuple(shape), bool(fortran_order),
+    return NpyLayout(path, offset, dtype, tuple(shape), bool(fortran_order),
                      os.path.getsize(path))
 
 
@@ -81,8 +81,6 @@ def read_rows(layout: NpyLayout, r0: int, r1: int, dtype=None) -> np.ndarray:
         raise ValueError(f"{layout.path} changed while it was being read: {layout.size} bytes "
                          f"when opened, {size} now. Read it again.")
     order = "F" if layout.fortran_order else "C"
-    arr = np.memmap(layout.path, dtype=np.dtype(layout.dtype), mode="r", offset=layout.offset,
+    arr = np.memmap(layout.path, dtype=layout.dtype, mode="r", offset=layout.offset,
                     shape=layout.shape, order=order)
-    out = np.array(arr[r0:r1], dtype=dtype if dtype is not None else arr.dtype)
-    del arr
-    return out
+    return np.array(arr[r0:r1], dtype=dtype if dtype is not None else arr.dtype)

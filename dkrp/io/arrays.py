@@ -15,8 +15,7 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from .._npy import load as load_npy
-from .._npy import read_layout, read_rows
+from .._npy import NpyLayout, read_layout, read_rows
 from ..errors import InvalidInputError, Message, Param
 from ._common import array_from_blocks, file_sha256, open_maybe_compressed
 from .dataset_store import (
@@ -33,22 +32,22 @@ from .tabular import PARQUET_SUFFIXES, from_parquet
 
 NPY_SUFFIXES = {".npy"}
 
-def open_npy(path) -> np.ndarray:
+def open_npy(path) -> NpyLayout:
+    """The checked layout of a 2-D numeric ``.npy`` file (its header, read once)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"Input file {path} does not exist")
     try:
-        arr = load_npy(path, mmap_mode="r")
+        layout = read_layout(path)
     except ValueError as exc:
         raise InvalidInputError(f"{path}: not a plain numeric .npy array ({exc})") from exc
-    if not isinstance(arr, np.ndarray) or arr.ndim != 2:
+    if len(layout.shape) != 2:
         raise InvalidInputError(
-            f"{path}: expected a 2-D array (n_samples, n_features), got shape "
-            f"{getattr(arr, 'shape', None)}"
+            f"{path}: expected a 2-D array (n_samples, n_features), got shape {layout.shape}"
         )
-    if arr.dtype.kind not in "biuf":
-        raise InvalidInputError(f"{path}: dtype {arr.dtype} is not numeric")
-    return arr
+    if layout.dtype.kind not in "biuf":
+        raise InvalidInputError(f"{path}: dtype {layout.dtype} is not numeric")
+    return layout
 
 
 def _npy_block(layout, r0, r1):
@@ -56,17 +55,18 @@ def _npy_block(layout, r0, r1):
 
 
 def ingest_npy(source, tmp, group, *, n_features, chunk_rows, dtype, scheduler):
-    arr = open_npy(source)
-    n_samples, width = arr.shape
+    layout = open_npy(source)
+    n_samples, width = layout.shape
     if n_samples == 0:
-        raise InvalidInputError(f"{source} holds no rows (shape {arr.shape}): nothing to ingest.")
+        raise InvalidInputError(
+            f"{source} holds no rows (shape {layout.shape}): nothing to ingest.")
     if n_features is not None and n_features != width:
         raise InvalidInputError(Message("{}: {} but the array has {} columns", source,
                                         Param("n_features", n_features), width))
     if chunk_rows is None:
         chunk_rows = default_chunk_rows(max(width, 1) * dtype.itemsize, n_samples)
     create_dense(group, "X", n_samples, width, chunk_rows, dtype)
-    write_dense_blocks(_npy_block, (read_layout(source),), n_samples, chunk_rows, str(tmp),
+    write_dense_blocks(_npy_block, (layout,), n_samples, chunk_rows, str(tmp),
                        dtype, None, str(source), None, scheduler)
     return dense_attrs(n_samples, width, dtype, chunk_rows)
 
@@ -191,15 +191,16 @@ def from_npy(path, chunk_rows: int | None = None) -> da.Array:
         graph holds only the path and where its values lie (its header is parsed once, here).
     """
     path = Path(path).expanduser().absolute()
-    arr = open_npy(path)
+    layout = open_npy(path)
     chunk_rows = check_chunk_rows(chunk_rows) or default_chunk_rows(
-        max(arr.shape[1], 1) * arr.dtype.itemsize, arr.shape[0]
+        max(layout.shape[1], 1) * layout.dtype.itemsize, layout.shape[0]
     )
-    token = tokenize(str(path), os.stat(path).st_mtime_ns, arr.shape, str(arr.dtype), chunk_rows)
+    token = tokenize(str(path), os.stat(path).st_mtime_ns, layout.shape, str(layout.dtype),
+                     chunk_rows)
     return array_from_blocks(
-        "from-npy", read_rows, (read_layout(path),),
-        row_chunk_sizes(arr.shape[0], chunk_rows),
-        arr.shape[1], np.empty((0, arr.shape[1]), dtype=arr.dtype), token,
+        "from-npy", read_rows, (layout,),
+        row_chunk_sizes(layout.shape[0], chunk_rows),
+        layout.shape[1], np.empty((0, layout.shape[1]), dtype=layout.dtype), token,
     )
 
 
