@@ -16,6 +16,7 @@ import inspect
 import dask.array as da
 import numpy as np
 import pytest
+import zarr
 from conftest import store_digest
 
 import dkrp
@@ -118,7 +119,18 @@ def test_keywords_and_objects_write_byte_identical_stores(dataset, tmp_path, nam
                              store=StoreOptions(**store), scaling=ScalingOptions(**scaling),
                              hooks=JobHooks(progress=False, on_plan=seen["objects"].append))
     assert old.action == new.action == "create"
-    assert store_digest(tmp_path / "old.zarr") == store_digest(tmp_path / "new.zarr")
+    old_files, new_files = (store_digest(tmp_path / n) for n in ("old.zarr", "new.zarr"))
+    assert old_files.keys() == new_files.keys()
+    if store["compressor"] == "gzip":
+        # a gzip header holds the second it was written: the files may differ, the values not
+        old_files = {k: v for k, v in old_files.items() if "/c/" not in k}
+        new_files = {k: v for k, v in new_files.items() if "/c/" not in k}
+        old_arrays, new_arrays = (dict(zarr.open_group(tmp_path / n, mode="r").arrays())
+                                  for n in ("old.zarr", "new.zarr"))
+        assert old_arrays.keys() == new_arrays.keys() and "Z" in old_arrays
+        for name, a in old_arrays.items():
+            assert a[...].tobytes() == new_arrays[name][...].tobytes(), name
+    assert old_files == new_files
     assert [p["attrs"] for p in seen["keywords"]] == [p["attrs"] for p in seen["objects"]]
     attrs = open_features(tmp_path / "new.zarr").attrs
     assert attrs["compressor"] == store["compressor"]

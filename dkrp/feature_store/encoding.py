@@ -21,7 +21,9 @@ computed chunk into the bytes that are stored:
     The codec of each chunk before its crc32c checksum (:data:`COMPRESSOR_CODECS`):
     ``none`` (the default: random features are close to incompressible), ``zstd``,
     ``gzip``, ``blosc-lz4`` or ``blosc-zstd`` (Blosc with byte shuffle). All are
-    zarr v3 codecs, read back by any zarr v3 reader.
+    zarr v3 codecs, read back by any zarr v3 reader. A gzip stream's header carries the
+    second it was written (RFC 1952's MTIME), so two gzip stores of the same job hold
+    equal values in files that differ; the other codecs write the same bytes each time.
 
 Stores written before these options have none of their attributes and read as
 ``encoding = "float"``, ``compute_dtype = dtype``, compressor unrecorded
