@@ -579,6 +579,77 @@ def test_pixel_noise_replaces_the_stated_fraction():
     assert np.array_equal(X, np.full((200, 196), 0.5))  # the input is not modified
 
 
+def test_the_usps_review_split_pools_the_digits_as_the_review_did():
+    from dkrp.errors import InvalidInputError
+    from dkrp.experiments.srf import _usps, review_split_pool, review_split_rows
+
+    X_train, X_test = np.full((5, 3), 0.25), np.array([[0.0, 1.0, 0.5]] * 3)
+    X, y = review_split_pool(X_train, np.arange(5), X_test, np.arange(5, 8))
+    # mldata's USPS: LIBSVM's usps then usps.t, pixels in [-1, 1]
+    assert X.dtype == np.float64 and X.shape == (8, 3)
+    assert np.array_equal(X[:5], np.full((5, 3), -0.5))
+    assert np.array_equal(X[5:], np.array([[-1.0, 1.0, 0.0]] * 3))
+    assert np.array_equal(y, np.arange(8))
+    train, test = review_split_rows(9298)
+    assert (len(train), len(test)) == (6508, 2790)  # ShuffleSplit's 70/30 of 9,298
+    assert np.array_equal(np.sort(np.concatenate([train, test])), np.arange(9298))
+    again = review_split_rows(9298)
+    assert np.array_equal(train, again[0]) and np.array_equal(test, again[1])
+    assert not np.array_equal(test, review_split_rows(9298, random_state=0)[1])
+    # the review's seed: the first split of ShuffleSplit(random_state=123)
+    from sklearn.model_selection import ShuffleSplit
+    first = next(ShuffleSplit(n_splits=2, test_size=0.3, random_state=123).split(
+        np.empty((9298, 1))))
+    assert np.array_equal(test, first[1])
+    with pytest.raises(InvalidInputError, match="split must be one of 'review', 'classic'"):
+        _usps("mldata")
+
+
+def test_an_exact_svm_one_vs_rest_is_one_svc_per_class():
+    from sklearn.datasets import load_digits
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
+
+    from dkrp.errors import InvalidInputError
+    from dkrp.evaluation import kernel_svm_accuracy
+
+    X, y = load_digits(return_X_y=True)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    params = {"kernel": "poly", "degree": 3, "gamma": 1 / 8, "coef0": 7 / 8}
+    ovr = kernel_svm_accuracy(X[:900], y[:900], X[900:], y[900:], multiclass="ovr",
+                              C=0.01, **params)
+    ovo = kernel_svm_accuracy(X[:900], y[:900], X[900:], y[900:], C=0.01, **params)
+    for model, result in ((OneVsRestClassifier(SVC(C=0.01, **params)), ovr),
+                          (SVC(C=0.01, **params), ovo)):
+        expected = np.mean(model.fit(X[:900], y[:900]).predict(X[900:]) == y[900:])
+        assert result["accuracy"] == expected
+    assert ovr["accuracy"] != ovo["accuracy"]  # the two rules differ on this problem
+    with pytest.raises(InvalidInputError, match="multiclass must be one of 'ovo', 'ovr'"):
+        kernel_svm_accuracy(X[:90], y[:90], X[90:99], y[90:99], multiclass="ova")
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_the_usps_review_protocol_gives_the_reviews_exact_svm_column():
+    # the review's Table 1, exact column: p = 3 93.26 %, p = 10 96.02 % (a = 4, C = 1). On
+    # 2,790 test digits one binomial standard deviation is 0.48 point at 93 %, 0.37 at
+    # 96 %; the band is two. (The classic split gave 92.83 and 94.07, one-vs-one 95.3
+    # and 96.8: results/usps-protocol.)
+    from conftest import real_data_root
+
+    real_data_root()  # skips, saying why, without the shared data
+    from dkrp.evaluation import kernel_svm_accuracy
+    from dkrp.experiments.srf import _normalise, _usps
+
+    X_train, y_train, X_test, y_test = _usps("review")
+    X_train, X_test = _normalise(X_train), _normalise(X_test)
+    assert (len(X_train), len(X_test)) == (6508, 2790)
+    for p, paper, sd in ((3, 93.26, 0.48), (10, 96.02, 0.37)):
+        got = kernel_svm_accuracy(X_train, y_train, X_test, y_test, kernel="poly", C=1.0,
+                                  degree=p, gamma=1 / 8, coef0=7 / 8, multiclass="ovr")
+        assert abs(100 * got["accuracy"] - paper) <= 2 * sd, (p, got["accuracy"])
+
+
 @pytest.mark.data
 @pytest.mark.slow
 def test_srf_quick_through_the_cli(tmp_path):
@@ -595,7 +666,7 @@ def test_srf_quick_through_the_cli(tmp_path):
     assert _mean(mse, "mse", method="srf-surrogate-bias") < srf_2048 / 10
     assert srf_512 / srf_2048 > 2
     # review Table 1, p = 10, D = 2^10: SRF 95.86 % vs exact 96.02 %; 2 points allow that
-    # gap plus 3 binomial standard deviations of 2,007 test digits (0.6 point each)
+    # gap plus 3 binomial standard deviations of 2,790 test digits (0.4 point each)
     svm = [r for r in rows if r["part"] == "svm"]
     assert _mean(svm, method="srf") >= _mean(svm, method="poly-svm") - 2.0
     assert (tmp_path / "srf-quick" / "srf_mse.png").stat().st_size > 10_000
