@@ -6,6 +6,9 @@ allocation (test_polynomial.py, test_fourier.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -101,3 +104,28 @@ def test_a_transform_in_another_thread_gives_the_bits_of_the_main_thread():
         for t in threads:
             t.join(60)
         assert all(z.tobytes() == ref.tobytes() for z in got.values()), type(est).__name__
+
+
+
+_FIRST_CALL = """
+import numpy as np
+from numba.core.typing.typeof import typeof_impl
+from dkrp.features._gather import gather_products
+before = len(typeof_impl.registry)
+gather_products(np.ones((4, 5)), np.zeros((3, 4), dtype=np.int64), 2, 1.0, np.zeros((4, 3)))
+print(before, len(typeof_impl.registry))
+"""
+
+
+def test_a_kernels_first_call_registers_nothing_with_numba_typeof(tmp_path):
+    # A first compilation that imports numba's lazily loaded typing modules registers
+    # types with numba.typeof while other threads type their arguments, and a thread
+    # fails with "dictionary changed size during iteration" (a featurize partition
+    # failed so in CI). dkrp._jit loads them at import; fresh processes show it, one
+    # compiling the kernel (an empty cache, as on a fresh clone) and one loading it.
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    for how in ("compiled", "loaded from numba's cache"):
+        before, after = subprocess.run([sys.executable, "-c", _FIRST_CALL], env=env,
+                                       capture_output=True, text=True,
+                                       check=True).stdout.split()
+        assert before == after, f"numba.typeof's registry grew on a first call ({how})"

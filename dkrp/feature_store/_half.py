@@ -12,8 +12,9 @@ exponent, so a store written through it holds the bytes numpy would have written
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .._jit import numba
 
 __all__ = []
 

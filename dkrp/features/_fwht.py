@@ -26,8 +26,9 @@ is a SIMD add/subtract across the tile's rows, and three stages are fused per sw
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .._jit import numba
 
 __all__ = ["fwht", "sorf_project", "TILE"]
 

@@ -12,8 +12,9 @@ dtype, term by term in index order, so results do not depend on threads.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .._jit import numba
 
 __all__ = ["gather_products", "TILE"]
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from .._jit import numba
 
 __all__ = ["orthonormal_rows"]
 

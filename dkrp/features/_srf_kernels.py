@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from scipy import special as sc
+
+from .._jit import numba
 
 __all__ = ["OMEGA_STEP", "omega_table", "polynomial_kernel", "sphere_cf"]
 

@@ -50,9 +50,9 @@ blocks in parallel, right after each block's GEMM (as :mod:`._gather`).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .._jit import numba
 from ..errors import InvalidInputError
 
 __all__ = [
