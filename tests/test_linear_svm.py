@@ -241,3 +241,74 @@ def test_the_first_newton_step_takes_one_preconditioned_cg_step(n_features):
     X, y = X[:, 20:20 + n_features] / 16.0, y % 2
     model = PrimalLinearSVC(C=1.0, max_iter=1, precondition="gram").fit(X, y)
     assert (model.n_iter_, model.n_cg_iter_) == (1, 1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+def test_the_first_newton_step_takes_one_cg_step_when_a_feature_is_in_small_units():
+    # a feature measured in units 100 times too small (0.01 per unit) gives the Gram
+    # matrix [X 1]^T [X 1] an eigenvalue below 1, where the preconditioner's "I +" term
+    # matters: it must still be the Hessian at w = 0 (every row active), so the first
+    # Newton system is solved in one CG step. A preconditioner wrong only there (the
+    # eigenvalues floored at 1, 2 + for 1 +, the scale divided) needs a second step
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 1000)
+    y_pm = 2.0 * y - 1.0
+    X = np.column_stack([rng.normal(size=1000) + 0.05 * y_pm,
+                         0.01 * (y_pm + 0.3 * rng.normal(size=1000))])
+    model = PrimalLinearSVC(C=1.0, max_iter=1, precondition="gram").fit(X, y)
+    assert (model.n_iter_, model.n_cg_iter_) == (1, 1)
+
+
+def _plain_cg_steps(A, b, relative):
+    """Steps of unpreconditioned CG on ``A d = b`` from 0 until ``‖b - A d‖ <= relative ‖b‖``."""
+    r = b.copy()
+    p = r.copy()
+    for step in range(1, len(b) + 1):
+        Ap = A @ p
+        a = (r @ r) / (p @ Ap)
+        r_next = r - a * Ap
+        if np.linalg.norm(r_next) <= relative * np.linalg.norm(b):
+            return step
+        p = r_next + (r_next @ r_next) / (r @ r) * p
+        r = r_next
+    raise AssertionError("CG did not converge")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+def test_cg_stops_at_liblinears_inner_tolerance():
+    # liblinear's Newton method solves each Hessian system by CG to a residual of 0.1 of
+    # the gradient; n_cg_iter_ counts the passes over X that costs. At w = 0 every row
+    # is active, so the first system is (I + 2C [X 1]^T [X 1]) d = -grad f(0), solved
+    # here by a CG of the test's own: 5 steps (the residual 0.11 of the gradient after 4,
+    # 0.07 after 5: far from 0.1 next to rounding)
+    X, y = load_digits(return_X_y=True)
+    X, y = X / 16.0, y % 2
+    C = 1.0
+    A = np.column_stack([X, np.ones(len(X))])
+    hessian = np.eye(A.shape[1]) + 2.0 * C * A.T @ A
+    gradient = 2.0 * C * A.T @ -np.where(y == 1, 1.0, -1.0)
+    expected = _plain_cg_steps(hessian, -gradient, 0.1)
+    assert expected == 5
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition="none").fit(X, y)
+    assert (model.n_iter_, model.n_cg_iter_) == (1, expected)
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_rows_beyond_one_cache_block_reach_liblinears_minimiser(digits):
+    # a CG step reads X in row blocks of 1 MiB (873 rows of 150 float64 features here):
+    # random features of the digits take two whole blocks and a partial one, where the
+    # other tests' 64 columns fit in one. (max_iter=100 only bounds the time: Newton's
+    # method takes 5 iterations here; with a wrong Hessian product it creeps along)
+    X, y = digits
+    rng = np.random.default_rng(0)
+    Z = np.cos(X @ rng.normal(scale=0.1, size=(X.shape[1], 150)) + rng.uniform(0, 6.3, 150))
+    y = y % 2
+    C = 0.1
+    ours = PrimalLinearSVC(C=C, max_iter=100).fit(Z, y)
+    theirs = LinearSVC(C=C, dual=False, tol=1e-8, max_iter=10000).fit(Z, y)
+    (y_pm, w, b), = _per_class(ours, y)
+    (_, w_l, b_l), = _per_class(theirs, y)
+    _, g = _objective_and_gradient(Z, y_pm, w, b, C)
+    _, g_l = _objective_and_gradient(Z, y_pm, w_l, b_l, C)
+    assert np.linalg.norm(np.append(w - w_l, b - b_l)) <= np.linalg.norm(g) + np.linalg.norm(g_l)
+    assert np.linalg.norm(g) < 1e-2 * np.linalg.norm(w)  # near the optimum, not anywhere
