@@ -18,6 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from dkrp.errors import InvalidInputError
 from dkrp.linear_svm import PrimalLinearSVC
 
 
@@ -110,7 +111,9 @@ def test_unpreconditioned_cg_reaches_the_same_minimiser(digits):
 
 def test_max_iter_stop_warns(digits):
     X, y = digits
-    with pytest.warns(ConvergenceWarning, match="max_iter=1 "):
+    with pytest.warns(ConvergenceWarning, match=r"^PrimalLinearSVC stopped 10 class problem\(s\) "
+                      r"at max_iter=1 Newton iterations before the tolerance; increase "
+                      r"max_iter\.$"):
         model = PrimalLinearSVC(C=0.1, max_iter=1).fit(X, y)
     assert model.n_iter_ == 1
 
@@ -135,7 +138,8 @@ def test_bad_input_is_refused(digits):
         PrimalLinearSVC().fit(bad, y)
     with pytest.raises(TypeError, match="dense data is required"):
         PrimalLinearSVC().fit(sp.csr_matrix(X), y)
-    with pytest.raises(ValueError, match="only one class: 3"):
+    with pytest.raises(InvalidInputError, match=r"^This solver needs samples of at least 2 "
+                       r"classes in the data, but the data contains only one class: 3\.$"):
         PrimalLinearSVC().fit(X[y == 3], y[y == 3])
     model = PrimalLinearSVC().fit(X, y)
     with pytest.raises(ValueError, match="64 features"):
@@ -312,3 +316,36 @@ def test_rows_beyond_one_cache_block_reach_liblinears_minimiser(digits):
     _, g_l = _objective_and_gradient(Z, y_pm, w_l, b_l, C)
     assert np.linalg.norm(np.append(w - w_l, b - b_l)) <= np.linalg.norm(g) + np.linalg.norm(g_l)
     assert np.linalg.norm(g) < 1e-2 * np.linalg.norm(w)  # near the optimum, not anywhere
+
+
+def test_integer_features_are_fit_as_float64():
+    # pixel counts 0..16 kept as integers (as an image file holds them) are fit as their
+    # float64 values (as LinearSVC does), not in integer arithmetic
+    X, y = load_digits(return_X_y=True)
+    model = PrimalLinearSVC().fit(X.astype(np.int64), y)
+    reference = PrimalLinearSVC().fit(X, y)
+    assert model.coef_.dtype == np.float64
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    np.testing.assert_array_equal(model.intercept_, reference.intercept_)
+
+
+def test_two_rows_of_two_classes_are_enough_and_one_row_is_refused():
+    X, y = load_digits(return_X_y=True)
+    model = PrimalLinearSVC().fit(X[:2], y[:2])
+    np.testing.assert_array_equal(model.predict(X[:2]), y[:2])
+    with pytest.raises(InvalidInputError, match=r"1 sample\(s\) .* a minimum of 2 is required"):
+        PrimalLinearSVC().fit(X[:1], y[:1])
+
+
+@pytest.mark.parametrize(("n_rows", "expected"), [(22, "gram"), (21, "none")])
+def test_auto_preconditions_from_twice_as_many_rows_as_features_and_the_intercept(n_rows,
+                                                                                  expected):
+    # "auto" uses the Gram preconditioner with at least 2 (k + 1) rows: 22 for these 10
+    # features of very different scales, where it saves CG steps (its eigendecomposition
+    # is paid back). The option's choice shows in the steps it takes
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:n_rows, 18:28] * np.geomspace(0.01, 10, 10), y[:n_rows] % 2
+    steps = {p: PrimalLinearSVC(precondition=p).fit(X, y).n_cg_iter_
+             for p in ("gram", "none", "auto")}
+    assert steps["gram"] != steps["none"]
+    assert steps["auto"] == steps[expected]
