@@ -279,20 +279,24 @@ def _plain_cg_steps(A, b, relative):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
-def test_cg_stops_at_liblinears_inner_tolerance():
+@pytest.mark.parametrize(("binary", "expected"), [(True, 5), (False, 2)],
+                         ids=["even-vs-odd", "ten-classes"])
+def test_cg_stops_at_liblinears_inner_tolerance(binary, expected):
     # liblinear's Newton method solves each Hessian system by CG to a residual of 0.1 of
     # the gradient; n_cg_iter_ counts the passes over X that costs. At w = 0 every row
     # is active, so the first system is (I + 2C [X 1]^T [X 1]) d = -grad f(0), solved
-    # here by a CG of the test's own: 5 steps (the residual 0.11 of the gradient after 4,
-    # 0.07 after 5: far from 0.1 next to rounding)
+    # here by a CG of the test's own. Even vs odd: 5 steps (the residual 0.11 of the
+    # gradient after 4, 0.07 after 5: far from 0.1 next to rounding). Ten classes take
+    # their CG steps together, each stopping at its own residual: the slowest's 2 steps
     X, y = load_digits(return_X_y=True)
-    X, y = X / 16.0, y % 2
+    X, y = X / 16.0, (y % 2 if binary else y)
     C = 1.0
     A = np.column_stack([X, np.ones(len(X))])
     hessian = np.eye(A.shape[1]) + 2.0 * C * A.T @ A
-    gradient = 2.0 * C * A.T @ -np.where(y == 1, 1.0, -1.0)
-    expected = _plain_cg_steps(hessian, -gradient, 0.1)
-    assert expected == 5
+    problems = [y == 1] if binary else [y == c for c in range(10)]
+    steps = [_plain_cg_steps(hessian, 2.0 * C * A.T @ np.where(on, 1.0, -1.0), 0.1)
+             for on in problems]
+    assert max(steps) == expected
     model = PrimalLinearSVC(C=C, max_iter=1, precondition="none").fit(X, y)
     assert (model.n_iter_, model.n_cg_iter_) == (1, expected)
 
