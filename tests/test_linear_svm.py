@@ -248,7 +248,8 @@ def test_the_first_newton_step_takes_one_preconditioned_cg_step(n_features):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
-def test_the_first_newton_step_takes_one_cg_step_when_a_feature_is_in_small_units():
+@pytest.mark.parametrize("C", [1.0, 0.1])
+def test_the_first_newton_step_takes_one_cg_step_when_a_feature_is_in_small_units(C):
     # a feature measured in units 100 times too small (0.01 per unit) gives the Gram
     # matrix [X 1]^T [X 1] an eigenvalue below 1, where the preconditioner's "I +" term
     # matters: it must still be the Hessian at w = 0 (every row active), so the first
@@ -259,8 +260,16 @@ def test_the_first_newton_step_takes_one_cg_step_when_a_feature_is_in_small_unit
     y_pm = 2.0 * y - 1.0
     X = np.column_stack([rng.normal(size=1000) + 0.05 * y_pm,
                          0.01 * (y_pm + 0.3 * rng.normal(size=1000))])
-    model = PrimalLinearSVC(C=1.0, max_iter=1, precondition="gram").fit(X, y)
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition="gram").fit(X, y)
     assert (model.n_iter_, model.n_cg_iter_) == (1, 1)
+
+
+def test_n_cg_iter_counts_the_cg_steps_of_every_newton_iteration():
+    # each Newton iteration takes at least one CG step (a pass over X), so the count in
+    # all is at least the iterations': 9 iterations on the raw pixels / 16 at a tight tol
+    X, y = load_digits(return_X_y=True)
+    model = PrimalLinearSVC(C=10.0, tol=1e-8, precondition="gram").fit(X / 16.0, y % 2)
+    assert model.n_iter_ >= 2 and model.n_cg_iter_ >= model.n_iter_
 
 
 def _plain_cg_steps(A, b, relative):
