@@ -362,3 +362,19 @@ def test_auto_preconditions_from_twice_as_many_rows_as_features_and_the_intercep
              for p in ("gram", "none", "auto")}
     assert steps["gram"] != steps["none"]
     assert steps["auto"] == steps[expected]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+@pytest.mark.parametrize("precondition", ["gram", "none"])
+def test_the_newton_step_length_minimises_the_objective_along_the_step(digits, precondition):
+    # the step length is exact: from w = 0 the first iterate is alpha * d, so f is minimal
+    # along the ray through it, where its slope grad f(w1) . w1 is 0. The line search
+    # stops at a relative change of 1e-12 in alpha: 1e-9 of |grad f(0)| |w1| is rounding
+    X, y = digits
+    C = 0.1
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition=precondition).fit(X, y)
+    for y_pm, w, b in _per_class(model, y):
+        _, g = _objective_and_gradient(X, y_pm, w, b, C)
+        _, g0 = _objective_and_gradient(X, y_pm, np.zeros_like(w), 0.0, C)
+        w1 = np.append(w, b)
+        assert abs(g @ w1) <= 1e-9 * np.linalg.norm(g0) * np.linalg.norm(w1)
