@@ -18,6 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from dkrp.errors import InvalidInputError
 from dkrp.linear_svm import PrimalLinearSVC
 
 
@@ -110,7 +111,9 @@ def test_unpreconditioned_cg_reaches_the_same_minimiser(digits):
 
 def test_max_iter_stop_warns(digits):
     X, y = digits
-    with pytest.warns(ConvergenceWarning, match="max_iter=1 "):
+    with pytest.warns(ConvergenceWarning, match=r"^PrimalLinearSVC stopped 10 class problem\(s\) "
+                      r"at max_iter=1 Newton iterations before the tolerance; increase "
+                      r"max_iter\.$"):
         model = PrimalLinearSVC(C=0.1, max_iter=1).fit(X, y)
     assert model.n_iter_ == 1
 
@@ -135,7 +138,8 @@ def test_bad_input_is_refused(digits):
         PrimalLinearSVC().fit(bad, y)
     with pytest.raises(TypeError, match="dense data is required"):
         PrimalLinearSVC().fit(sp.csr_matrix(X), y)
-    with pytest.raises(ValueError, match="only one class: 3"):
+    with pytest.raises(InvalidInputError, match=r"^This solver needs samples of at least 2 "
+                       r"classes in the data, but the data contains only one class: 3\.$"):
         PrimalLinearSVC().fit(X[y == 3], y[y == 3])
     model = PrimalLinearSVC().fit(X, y)
     with pytest.raises(ValueError, match="64 features"):
@@ -241,3 +245,136 @@ def test_the_first_newton_step_takes_one_preconditioned_cg_step(n_features):
     X, y = X[:, 20:20 + n_features] / 16.0, y % 2
     model = PrimalLinearSVC(C=1.0, max_iter=1, precondition="gram").fit(X, y)
     assert (model.n_iter_, model.n_cg_iter_) == (1, 1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+@pytest.mark.parametrize("C", [1.0, 0.1])
+def test_the_first_newton_step_takes_one_cg_step_when_a_feature_is_in_small_units(C):
+    # a feature measured in units 100 times too small (0.01 per unit) gives the Gram
+    # matrix [X 1]^T [X 1] an eigenvalue below 1, where the preconditioner's "I +" term
+    # matters: it must still be the Hessian at w = 0 (every row active), so the first
+    # Newton system is solved in one CG step. A preconditioner wrong only there (the
+    # eigenvalues floored at 1, 2 + for 1 +, the scale divided) needs a second step
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 1000)
+    y_pm = 2.0 * y - 1.0
+    X = np.column_stack([rng.normal(size=1000) + 0.05 * y_pm,
+                         0.01 * (y_pm + 0.3 * rng.normal(size=1000))])
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition="gram").fit(X, y)
+    assert (model.n_iter_, model.n_cg_iter_) == (1, 1)
+
+
+def test_n_cg_iter_counts_the_cg_steps_of_every_newton_iteration():
+    # each Newton iteration takes at least one CG step (a pass over X), so the count in
+    # all is at least the iterations': 9 iterations on the raw pixels / 16 at a tight tol
+    X, y = load_digits(return_X_y=True)
+    model = PrimalLinearSVC(C=10.0, tol=1e-8, precondition="gram").fit(X / 16.0, y % 2)
+    assert model.n_iter_ >= 2 and model.n_cg_iter_ >= model.n_iter_
+
+
+def _plain_cg_steps(A, b, relative):
+    """Steps of unpreconditioned CG on ``A d = b`` from 0 until ``‖b - A d‖ <= relative ‖b‖``."""
+    r = b.copy()
+    p = r.copy()
+    for step in range(1, len(b) + 1):
+        Ap = A @ p
+        a = (r @ r) / (p @ Ap)
+        r_next = r - a * Ap
+        if np.linalg.norm(r_next) <= relative * np.linalg.norm(b):
+            return step
+        p = r_next + (r_next @ r_next) / (r @ r) * p
+        r = r_next
+    raise AssertionError("CG did not converge")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+@pytest.mark.parametrize(("binary", "expected"), [(True, 5), (False, 2)],
+                         ids=["even-vs-odd", "ten-classes"])
+def test_cg_stops_at_liblinears_inner_tolerance(binary, expected):
+    # liblinear's Newton method solves each Hessian system by CG to a residual of 0.1 of
+    # the gradient; n_cg_iter_ counts the passes over X that costs. At w = 0 every row
+    # is active, so the first system is (I + 2C [X 1]^T [X 1]) d = -grad f(0), solved
+    # here by a CG of the test's own. Even vs odd: 5 steps (the residual 0.11 of the
+    # gradient after 4, 0.07 after 5: far from 0.1 next to rounding). Ten classes take
+    # their CG steps together, each stopping at its own residual: the slowest's 2 steps
+    X, y = load_digits(return_X_y=True)
+    X, y = X / 16.0, (y % 2 if binary else y)
+    C = 1.0
+    A = np.column_stack([X, np.ones(len(X))])
+    hessian = np.eye(A.shape[1]) + 2.0 * C * A.T @ A
+    problems = [y == 1] if binary else [y == c for c in range(10)]
+    steps = [_plain_cg_steps(hessian, 2.0 * C * A.T @ np.where(on, 1.0, -1.0), 0.1)
+             for on in problems]
+    assert max(steps) == expected
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition="none").fit(X, y)
+    assert (model.n_iter_, model.n_cg_iter_) == (1, expected)
+
+
+@pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+def test_rows_beyond_one_cache_block_reach_liblinears_minimiser(digits):
+    # a CG step reads X in row blocks of 1 MiB (873 rows of 150 float64 features here):
+    # random features of the digits take two whole blocks and a partial one, where the
+    # other tests' 64 columns fit in one. (max_iter=100 only bounds the time: Newton's
+    # method takes 5 iterations here; with a wrong Hessian product it creeps along)
+    X, y = digits
+    rng = np.random.default_rng(0)
+    Z = np.cos(X @ rng.normal(scale=0.1, size=(X.shape[1], 150)) + rng.uniform(0, 6.3, 150))
+    y = y % 2
+    C = 0.1
+    ours = PrimalLinearSVC(C=C, max_iter=100).fit(Z, y)
+    theirs = LinearSVC(C=C, dual=False, tol=1e-8, max_iter=10000).fit(Z, y)
+    (y_pm, w, b), = _per_class(ours, y)
+    (_, w_l, b_l), = _per_class(theirs, y)
+    _, g = _objective_and_gradient(Z, y_pm, w, b, C)
+    _, g_l = _objective_and_gradient(Z, y_pm, w_l, b_l, C)
+    assert np.linalg.norm(np.append(w - w_l, b - b_l)) <= np.linalg.norm(g) + np.linalg.norm(g_l)
+    assert np.linalg.norm(g) < 1e-2 * np.linalg.norm(w)  # near the optimum, not anywhere
+
+
+def test_integer_features_are_fit_as_float64():
+    # pixel counts 0..16 kept as integers (as an image file holds them) are fit as their
+    # float64 values (as LinearSVC does), not in integer arithmetic
+    X, y = load_digits(return_X_y=True)
+    model = PrimalLinearSVC().fit(X.astype(np.int64), y)
+    reference = PrimalLinearSVC().fit(X, y)
+    assert model.coef_.dtype == np.float64
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    np.testing.assert_array_equal(model.intercept_, reference.intercept_)
+
+
+def test_two_rows_of_two_classes_are_enough_and_one_row_is_refused():
+    X, y = load_digits(return_X_y=True)
+    model = PrimalLinearSVC().fit(X[:2], y[:2])
+    np.testing.assert_array_equal(model.predict(X[:2]), y[:2])
+    with pytest.raises(InvalidInputError, match=r"1 sample\(s\) .* a minimum of 2 is required"):
+        PrimalLinearSVC().fit(X[:1], y[:1])
+
+
+@pytest.mark.parametrize(("n_rows", "expected"), [(22, "gram"), (21, "none")])
+def test_auto_preconditions_from_twice_as_many_rows_as_features_and_the_intercept(n_rows,
+                                                                                  expected):
+    # "auto" uses the Gram preconditioner with at least 2 (k + 1) rows: 22 for these 10
+    # features of very different scales, where it saves CG steps (its eigendecomposition
+    # is paid back). The option's choice shows in the steps it takes
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:n_rows, 18:28] * np.geomspace(0.01, 10, 10), y[:n_rows] % 2
+    steps = {p: PrimalLinearSVC(precondition=p).fit(X, y).n_cg_iter_
+             for p in ("gram", "none", "auto")}
+    assert steps["gram"] != steps["none"]
+    assert steps["auto"] == steps[expected]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+@pytest.mark.parametrize("precondition", ["gram", "none"])
+def test_the_newton_step_length_minimises_the_objective_along_the_step(digits, precondition):
+    # the step length is exact: from w = 0 the first iterate is alpha * d, so f is minimal
+    # along the ray through it, where its slope grad f(w1) . w1 is 0. The line search
+    # stops at a relative change of 1e-12 in alpha: 1e-9 of |grad f(0)| |w1| is rounding
+    X, y = digits
+    C = 0.1
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition=precondition).fit(X, y)
+    for y_pm, w, b in _per_class(model, y):
+        _, g = _objective_and_gradient(X, y_pm, w, b, C)
+        _, g0 = _objective_and_gradient(X, y_pm, np.zeros_like(w), 0.0, C)
+        w1 = np.append(w, b)
+        assert abs(g @ w1) <= 1e-9 * np.linalg.norm(g0) * np.linalg.norm(w1)
