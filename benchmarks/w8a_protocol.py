@@ -20,7 +20,10 @@ F1 (``sklearn.svm.SVC``) while changing one protocol factor at a time from a bas
   held-out sets, since ``w8a.t`` is missing);
 * ``rbf``: the paper's Gaussian SVM (C = 200, gamma = 0.05), for comparison;
 * ``resubstitution``: the paper's polynomial and Gaussian SVMs fitted on all 49,749 rows
-  of the file and scored on those same rows (training-set F1, not a held-out figure).
+  of the file and scored on those same rows (training-set F1, not a held-out figure);
+* ``krp``: the experiment's KRP (Gaussian, k = 2000, p = 446, t = 10) with its linear
+  SVM (C = 0.01, its cross-validated choice, and C = 1), held out and by resubstitution;
+* ``linear``: the linear SVM on raw features (C = 1), held out and by resubstitution.
 
 Every fitted model is also scored with the other F1 definitions (macro, weighted, the F1
 of class -1) and with the decision threshold moved to the value that maximises the test
@@ -56,7 +59,7 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "results" / "w8a-protocol" / "runs.csv"
 FACTORS = ("baseline", "gamma", "coef0", "C", "n_train", "split", "rbf", "resubstitution",
-           "duplicates")
+           "krp", "linear", "duplicates")
 #: the experiment's fixed split of the training file (dkrp.experiments._data._held_out)
 EXPERIMENT_SPLIT_SEED = 2018
 COLUMNS = ("factor", "value", "kernel", "gamma", "coef0", "C", "n_train", "n_test",
@@ -176,6 +179,74 @@ def fit_and_score(split_seed, n_train, subsample_seed, kernel, gamma, coef0, C, 
             "fit_seconds": seconds}
 
 
+def linear_fit_and_score(split_seed, C):
+    """The experiment's linear SVM on raw features (liblinear primal, not standardised).
+
+    Parameters
+    ----------
+    split_seed : int or None
+        As in :func:`load_split` (None: fit and score on the whole file).
+    C : float
+
+    Returns
+    -------
+    dict
+        The run's row without ``factor``, ``value`` and provenance columns.
+    """
+    from sklearn.svm import LinearSVC
+
+    X_train, X_test, y_train, y_test = load_split(split_seed)
+    t0 = time.perf_counter()
+    model = LinearSVC(C=C, dual=False, max_iter=10000).fit(X_train, y_train)
+    seconds = time.perf_counter() - t0
+    return {"kernel": "linear (raw features, liblinear)", "gamma": "", "coef0": "", "C": C,
+            "n_train": X_train.shape[0], "n_test": X_test.shape[0],
+            "split_seed": split_seed, "subsample_seed": "",
+            **scores(y_test, model.decision_function(X_test)), "n_support": "",
+            "fit_seconds": seconds}
+
+
+def krp_fit_and_score(split_seed, C, k=2000, p=446, t=10, seed=0):
+    """KRP features and a linear SVM, as the classification experiment builds them.
+
+    KRP with Gaussian pools (degree 2) fitted on the training part, ``StandardScaler`` on
+    its features and :class:`dkrp.linear_svm.PrimalLinearSVC` (float32 features).
+
+    Parameters
+    ----------
+    split_seed : int or None
+        As in :func:`load_split` (None: fit and score on the whole file).
+    C : float
+    k, p, t : int
+        Output dimension, pool size and number of terms (Table 10's k = 2000, p = 446).
+    seed : int
+        The map's seed.
+
+    Returns
+    -------
+    dict
+        The run's row without ``factor``, ``value`` and provenance columns.
+    """
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from dkrp.experiments._maps import make_map
+    from dkrp.linear_svm import PrimalLinearSVC
+
+    X_train, X_test, y_train, y_test = load_split(split_seed)
+    t0 = time.perf_counter()
+    projector = make_map("krp-gaussian", degree=2, k=k, p=p, t=t, seed=seed).fit(X_train)
+    Z_train = np.asarray(projector.transform(X_train), dtype=np.float32)
+    Z_test = np.asarray(projector.transform(X_test), dtype=np.float32)
+    model = make_pipeline(StandardScaler(), PrimalLinearSVC(C=C)).fit(Z_train, y_train)
+    seconds = time.perf_counter() - t0
+    return {"kernel": f"krp-gaussian k={k} p={p} t={t} + linear SVM", "gamma": "",
+            "coef0": "", "C": C, "n_train": X_train.shape[0], "n_test": X_test.shape[0],
+            "split_seed": split_seed, "subsample_seed": "",
+            **scores(y_test, model.decision_function(Z_test)), "n_support": "",
+            "fit_seconds": seconds}
+
+
 def duplicate_bound(X, y):
     """Identical feature vectors with disagreeing labels, and the F1 they cap.
 
@@ -287,6 +358,17 @@ def plan(factors, n_train, splits, C_grid, n_train_grid):
             runs += [("resubstitution", "poly C=1, fit and scored on all 49,749 rows", whole),
                      ("resubstitution", "rbf C=200 gamma=0.05, fit and scored on all rows",
                       {**whole, "kernel": "rbf", "gamma": 0.05, "C": 200.0})]
+        elif factor == "krp":
+            for C in (0.01, 1.0):
+                runs += [("krp", f"KRP k=2000 held out, C={C:g}",
+                          {"split_seed": EXPERIMENT_SPLIT_SEED, "C": C, "fit": "krp"}),
+                         ("krp", f"KRP k=2000 resubstitution, C={C:g}",
+                          {"split_seed": None, "C": C, "fit": "krp"})]
+        elif factor == "linear":
+            runs += [("linear", "raw features C=1 held out",
+                      {"split_seed": EXPERIMENT_SPLIT_SEED, "C": 1.0, "fit": "linear"}),
+                     ("linear", "raw features C=1 resubstitution",
+                      {"split_seed": None, "C": 1.0, "fit": "linear"})]
         elif factor == "rbf":
             runs.append(("rbf", "paper Gaussian SVM C=200 gamma=0.05",
                          {**base, "kernel": "rbf", "gamma": 0.05, "C": 200.0}))
@@ -297,7 +379,8 @@ def table(path):
     """A Markdown table of the runs in ``path``: each run's F1 and its change from the baseline.
 
     The change is against the ``baseline`` run with the same ``n_train`` (the last one in
-    the file), or the full-size baseline for the ``n_train`` factor and resubstitution.
+    the file), or the full-size baseline for the ``n_train`` factor and resubstitution;
+    the linear and KRP rows have none.
 
     Parameters
     ----------
@@ -312,15 +395,18 @@ def table(path):
         rows = list(csv.DictReader(handle))
     baselines = {r["n_train"]: float(r["f1_pos"]) for r in rows if r["factor"] == "baseline"}
     full = max(baselines, key=int) if baselines else None
-    lines = ["| factor | value | n_train | split | accuracy % | F1(+1) | change vs baseline "
-             "| F1 macro | F1 weighted | F1(+1) best threshold | fit s |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| factor | value | model | n_train | split | accuracy % | F1(+1) "
+             "| change vs baseline | F1 macro | F1 weighted | F1(+1) best threshold | fit s |",
+             "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ref = baselines.get(full if r["factor"] in ("n_train", "resubstitution")
                             else r["n_train"])
-        change = "" if ref is None else f"{float(r['f1_pos']) - ref:+.4f}"
+        exact = r["kernel"] in ("poly", "rbf")  # linear and KRP rows: no poly baseline
+        change = "" if ref is None or not exact else f"{float(r['f1_pos']) - ref:+.4f}"
         split = r["split_seed"] or "none (train = test)"
-        lines.append(f"| {r['factor']} | {r['value']} | {r['n_train']} | {split} | "
+        model = {"poly": "exact SVM, poly", "rbf": "exact SVM, rbf"}.get(r["kernel"],
+                                                                        r["kernel"])
+        lines.append(f"| {r['factor']} | {r['value']} | {model} | {r['n_train']} | {split} | "
                      f"{float(r['accuracy']):.2f} | {float(r['f1_pos']):.4f} | {change} | "
                      f"{float(r['f1_macro']):.4f} | {float(r['f1_weighted']):.4f} | "
                      f"{float(r['f1_pos_best_threshold']):.4f} | "
@@ -371,8 +457,14 @@ def main(argv=None):
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for factor, value, kwargs in runs:
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        row = {"factor": factor, "value": value,
-               **fit_and_score(cache_mb=args.cache_mb, **kwargs),
+        fit = kwargs.pop("fit", "svc")
+        if fit == "krp":
+            result = krp_fit_and_score(**kwargs)
+        elif fit == "linear":
+            result = linear_fit_and_score(**kwargs)
+        else:
+            result = fit_and_score(cache_mb=args.cache_mb, **kwargs)
+        row = {"factor": factor, "value": value, **result,
                "command": command, "started": started, "machine": machine}
         new = not args.out.exists()
         with args.out.open("a", newline="") as handle:
