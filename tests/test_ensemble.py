@@ -653,8 +653,11 @@ def test_estimator_object_and_projector_template(digits):
 def test_voter_seeds_are_a_named_stream():
     from dkrp._random import block_generator
 
+    # both of voter i's seeds come from its stream (the package's seed contract): a
+    # voter retrained by a resumed run is the one the first run trained, bit for bit
     rng = block_generator(11, "ensemble.voter", 4)
-    assert voter_seeds(11, 4)[0] == int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+    assert voter_seeds(11, 4) == (int(rng.integers(0, 2**63 - 1, dtype=np.int64)),
+                                  int(rng.integers(0, 2**32 - 1, dtype=np.int64)))
     assert len({voter_seeds(11, i) for i in range(100)}) == 100
 
 
@@ -1215,3 +1218,41 @@ def test_a_dask_block_narrower_than_its_declared_shape_is_named_by_its_partition
                                                   r"input\.$") as e:
         model.predict(Xd).compute(scheduler="threads")
     assert e.value.partition == 2
+
+
+@pytest.mark.parametrize("estimator, solver, takes_turns", [
+    ("dual", "LinearSVC(dual=True)", True),
+    ("primal", "LinearSVC(dual=False)", True),
+    ("newton", "PrimalLinearSVC", False),
+    ("liblinear-logistic", "LogisticRegression", True),
+    ("lbfgs-logistic", "LogisticRegression", False),
+])
+def test_voter_info_names_the_solver_and_liblinear_fits_take_turns(
+        digits, estimator, solver, takes_turns, monkeypatch):
+    # liblinear draws from one process-wide generator: voters fitting side by side in
+    # this process would change each other's coefficients, so its fits hold a lock;
+    # the other solvers draw nothing and fit side by side
+    from sklearn.linear_model import LogisticRegression
+
+    from dkrp.ensemble import voters
+
+    if estimator.endswith("logistic"):
+        estimator = LogisticRegression(solver=estimator.split("-")[0], max_iter=50)
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0,
+                                          estimator=estimator)
+    cls = type(voters.make_model(estimator, 1.0, 300, 20, 0)) if isinstance(estimator, str) \
+        else type(estimator)
+    held = []
+    fit = cls.fit
+
+    def recording_fit(self, X, y, *args, **kwargs):  # the real fit, the lock noted
+        held.append(voters._LIBLINEAR_LOCK.locked())
+        return fit(self, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "fit", recording_fit)
+    Xtr, ytr, _, _ = digits
+    keep = ytr < 2  # liblinear's LogisticRegression is binary-only (scikit-learn 1.9)
+    model.fit(Xtr[keep], ytr[keep])
+    assert held == [takes_turns] * 2
+    assert [info["solver"] for info in model.voter_info_] == [solver] * 2
+    assert model.estimators_[0].named_steps["svm"] is model.estimators_[0][-1]
