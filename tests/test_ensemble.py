@@ -653,8 +653,11 @@ def test_estimator_object_and_projector_template(digits):
 def test_voter_seeds_are_a_named_stream():
     from dkrp._random import block_generator
 
+    # both of voter i's seeds come from its stream (the package's seed contract): a
+    # voter retrained by a resumed run is the one the first run trained, bit for bit
     rng = block_generator(11, "ensemble.voter", 4)
-    assert voter_seeds(11, 4)[0] == int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+    assert voter_seeds(11, 4) == (int(rng.integers(0, 2**63 - 1, dtype=np.int64)),
+                                  int(rng.integers(0, 2**32 - 1, dtype=np.int64)))
     assert len({voter_seeds(11, i) for i in range(100)}) == 100
 
 
@@ -700,15 +703,16 @@ def test_solvers_build_the_models_they_name():
     assert sgd.alpha == pytest.approx(1 / 2000) and sgd.loss == "hinge"
     assert sgd.average is True  # averaged: the schedule that converges (issue 33)
     assert sgd.tol == 1e-4 and sgd.max_iter == 200 and sgd.random_state == 0
+
+
+def test_the_removed_sgd_min_samples_warns_and_other_names_are_missing():
     import dkrp.ensemble.voters
 
     with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as caught:
         from dkrp.ensemble import SGD_MIN_SAMPLES
     assert SGD_MIN_SAMPLES == 100_000
-    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as direct:
+    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone"):
         assert dkrp.ensemble.voters.SGD_MIN_SAMPLES == 100_000
-    # the warning names the line that read the old name (stacklevel), not dkrp's
-    assert caught[0].filename == direct[0].filename == __file__
     assert str(caught[0].message) == (
         "SGD_MIN_SAMPLES is gone: estimator='auto' picks the primal Newton solver at every "
         "size measured (AUTO_SOLVER) and no longer switches to SGD.")
@@ -716,6 +720,18 @@ def test_solvers_build_the_models_they_name():
         with pytest.raises(AttributeError, match=f"module '{module.__name__}' has no "
                                                  "attribute 'SGD_MAX_SAMPLES'"):
             module.SGD_MAX_SAMPLES  # noqa: B018
+
+
+def test_the_removed_name_warns_at_the_line_that_reads_it():
+    # the warning names the user's line that read the old name (stacklevel), not dkrp's.
+    # mutmut's trampoline adds a frame: its runs deselect this test (tests/MUTATION.md)
+    import dkrp.ensemble.voters
+
+    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as caught:
+        from dkrp.ensemble import SGD_MIN_SAMPLES  # noqa: F401
+    with pytest.warns(FutureWarning, match="SGD_MIN_SAMPLES is gone") as direct:
+        dkrp.ensemble.voters.SGD_MIN_SAMPLES  # noqa: B018
+    assert caught[0].filename == direct[0].filename == __file__
 
 
 def test_newton_voter_fits_float32_features_of_float64_rows(digits):
@@ -1084,3 +1100,159 @@ def test_voters_in_this_process_train_side_by_side_with_one_blas_thread_each(
     assert {blas for blas, _, _ in seen} == {1}
     assert {share for _, share, _ in seen} == {1}
     assert len({thread for _, _, thread in seen}) > 1  # side by side
+
+
+# -- the vote on a row block (mutation run of ensemble/voters.py) ----------------------------
+
+
+def test_binary_voter_with_a_decision_of_exactly_zero_votes_as_its_own_predict(digits):
+    # scikit-learn's linear models (and PrimalLinearSVC) predict classes_[1] only for a
+    # decision > 0: a row on a voter's hyperplane is classes_[0], in the ensemble too
+    Xtr, ytr, Xte, yte = digits
+    keep, keep_te = ytr < 2, yte < 2
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    model.fit(Xtr[keep], ytr[keep])
+    svm = model.estimators_[0][-1]
+    svm.coef_ = np.zeros_like(svm.coef_)
+    svm.intercept_ = np.zeros_like(svm.intercept_)
+    model._payload_cache = None
+    votes = model.predict_voters(Xte[keep_te])
+    assert np.array_equal(votes[:, 0], model.estimators_[0].predict(Xte[keep_te]))
+    assert (votes[:, 0] == model.classes_[0]).all()
+
+
+def test_a_class_named_in_classes_but_absent_from_y_scores_minus_inf_without_a_warning(
+        digits):
+    # dask-ml's classes=: the labels are known before the data (a label may be missing
+    # from a training sample). No voter saw it: the soft vote scores it -inf (never
+    # predicted), and the 0/0 of its mean warns of nothing
+    import warnings
+
+    Xtr, ytr, Xte, yte = digits
+    keep, keep_te = ytr < 3, yte < 3
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=40, random_state=0,
+                                          voting="soft", classes=[0, 1, 2, 3])
+    model.fit(Xtr[keep], ytr[keep])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = model.decision_function(Xte[keep_te])
+        pred = model.predict(Xte[keep_te])
+    assert scores.shape == (keep_te.sum(), 4)
+    assert np.isneginf(scores[:, 3]).all() and np.isfinite(scores[:, :3]).all()
+    assert np.array_equal(pred, scores[:, :3].argmax(axis=1))
+
+
+def test_decision_function_of_a_hard_voting_model_is_its_voters_mean(digits):
+    # the vote (hard) and the scores (decision_function) are separate questions: a
+    # hard-voting model's scores are still the voters' mean decision function
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=50, random_state=0)
+    model.fit(Xtr, ytr)
+    assert model.voting == "hard"
+    expected = np.mean([p.decision_function(Xte) for p in model.estimators_], axis=0)
+    np.testing.assert_allclose(model.decision_function(Xte), expected, rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_partition_decision_function_averages_each_class_over_the_voters_that_saw_it(digits):
+    # a partition voter that never saw a class has no score for it: the ensemble's score
+    # of a class is the mean over its own voters (soft_scores' Notes), not over all
+    Xtr, ytr, Xte, _ = digits
+    Xs, ys = _class_split(Xtr, ytr)
+    model = RandomFeatureVotingClassifier(n_voters=4, n_components=50, random_state=0,
+                                          strategy="partition", voting="soft").fit(Xs, ys)
+    assert any(len(p[-1].classes_) < 10 for p in model.estimators_)
+    total, seen = np.zeros((len(Xte), 10)), np.zeros(10)
+    for p in model.estimators_:
+        d = p.decision_function(Xte)
+        cols = np.searchsorted(model.classes_, p[-1].classes_)
+        total[:, cols] += np.stack([-d, d], axis=1) if d.ndim == 1 else d
+        seen[cols] += 1
+    np.testing.assert_allclose(model.decision_function(Xte), total / seen, rtol=1e-10,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("voting", ["hard", "soft"])
+def test_predict_on_a_sparse_matrix_equals_predict_on_its_dense_rows(digits, voting):
+    # svmlight files (w8a, rcv1) load as CSR; the voters' maps take CSR blocks as they are
+    import scipy.sparse as sp
+
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=40, random_state=0,
+                                          voting=voting).fit(Xtr, ytr)
+    Xs = sp.csr_matrix(Xte)
+    assert np.array_equal(model.predict(Xs), model.predict(Xte))
+    np.testing.assert_allclose(model.decision_function(Xs), model.decision_function(Xte),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_dask_predict_names_the_partition_and_global_row_of_a_bad_value(digits):
+    # lazy predict checks each block on its worker (here dask's threads): the error says
+    # which block and which row of the whole array holds the NaN
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    model.fit(Xtr, ytr)
+    bad = Xte[:400].copy()
+    bad[213, 4] = np.nan  # block 2 of 4 (rows 200..299)
+    lazy = model.predict(da.from_array(bad, chunks=(100, -1)))
+    with pytest.raises(PartitionInputError, match=r"^Input X contains NaN \(at partition 2, "
+                                                  r"local row 13, global row 213\)\.$") as e:
+        lazy.compute(scheduler="threads")
+    assert e.value.partition == 2
+
+
+def test_a_dask_block_narrower_than_its_declared_shape_is_named_by_its_partition(digits):
+    # a lazy reader per file (from_delayed) declares each block's shape; a file with a
+    # column fewer is found at predict time, named by its block and what it holds
+    import dask
+
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    model.fit(Xtr, ytr)
+    files = [Xte[i:i + 100] for i in range(0, 400, 100)]
+    files[2] = files[2][:, :63]
+    Xd = da.concatenate([da.from_delayed(dask.delayed(f), shape=(100, 64), dtype=f.dtype)
+                         for f in files])
+    with pytest.raises(PartitionInputError, match=r"^Partition 2 has shape \(100, 63\), but "
+                                                  r"the ensemble is expecting 64 features as "
+                                                  r"input\.$") as e:
+        model.predict(Xd).compute(scheduler="threads")
+    assert e.value.partition == 2
+
+
+@pytest.mark.parametrize("estimator, solver, takes_turns", [
+    ("dual", "LinearSVC(dual=True)", True),
+    ("primal", "LinearSVC(dual=False)", True),
+    ("newton", "PrimalLinearSVC", False),
+    ("liblinear-logistic", "LogisticRegression", True),
+    ("lbfgs-logistic", "LogisticRegression", False),
+])
+def test_voter_info_names_the_solver_and_liblinear_fits_take_turns(
+        digits, estimator, solver, takes_turns, monkeypatch):
+    # liblinear draws from one process-wide generator: voters fitting side by side in
+    # this process would change each other's coefficients, so its fits hold a lock;
+    # the other solvers draw nothing and fit side by side
+    from sklearn.linear_model import LogisticRegression
+
+    from dkrp.ensemble import voters
+
+    if estimator.endswith("logistic"):
+        estimator = LogisticRegression(solver=estimator.split("-")[0], max_iter=50)
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0,
+                                          estimator=estimator)
+    cls = type(voters.make_model(estimator, 1.0, 300, 20, 0)) if isinstance(estimator, str) \
+        else type(estimator)
+    held = []
+    fit = cls.fit
+
+    def recording_fit(self, X, y, *args, **kwargs):  # the real fit, the lock noted
+        held.append(voters._LIBLINEAR_LOCK.locked())
+        return fit(self, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "fit", recording_fit)
+    Xtr, ytr, _, _ = digits
+    keep = ytr < 2  # liblinear's LogisticRegression is binary-only (scikit-learn 1.9)
+    model.fit(Xtr[keep], ytr[keep])
+    assert held == [takes_turns] * 2
+    assert [info["solver"] for info in model.voter_info_] == [solver] * 2
+    assert model.estimators_[0].named_steps["svm"] is model.estimators_[0][-1]
