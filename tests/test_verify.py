@@ -50,8 +50,11 @@ def cluster():
 
     from dkrp.parallel import start_local_cluster
 
+    # not dask's default scheduler: a test that reads without naming the client reads on
+    # the local scheduler, whichever cluster test ran before it (and mutmut, which only
+    # sees the calls made in the test's own process, sees the reads)
     with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
-            Client(cluster) as client:
+            Client(cluster, set_as_default=False) as client:
         yield cluster, client
 
 
@@ -255,6 +258,47 @@ def test_csr_dataset_store_corrupt_chunk_named(tmp_path, sparse_libsvm):
         open_dataset(tmp_path / "s.zarr").X.compute()
 
 
+def test_a_chunk_deleted_after_the_store_was_opened_is_named_when_its_rows_are_read(stores):
+    # a training job holds the store open (lazily) while its chunk 2 file is deleted:
+    # the rows of the other chunks still read, and those of chunk 2 raise naming it,
+    # never the fill value
+    from dkrp.errors import ChunkError
+
+    store = stores / "f.zarr"
+    Z = open_features(store).Z
+    clean = open_features(stores / "clean.zarr").Z.compute(scheduler="sync")
+    (store / "Z" / "c" / "2" / "0").unlink()
+    assert np.array_equal(Z[:100].compute(scheduler="sync"), clean[:100])
+    assert np.array_equal(Z[150:].compute(scheduler="sync"), clean[150:])
+    with pytest.raises(ChunkError) as err:
+        Z[90:110].compute(scheduler="sync")
+    assert str(err.value) == (
+        f"Store {store}: chunk (2, 0) of array 'Z' (file Z/c/2/0, rows 100..149) is missing: "
+        f"its file was deleted after the store was written. Run `dkrp verify {store} "
+        "--repair` to recompute the bad chunks from the spec and the input.")
+    assert (err.value.store, err.value.array, err.value.chunk, err.value.problem) == (
+        str(store), "Z", (2, 0), "missing")
+
+
+def test_a_flipped_byte_of_a_label_chunk_is_named_with_its_rows(labelled):
+    # the message a user gets reading the labels of a store with a damaged chunk of y:
+    # which chunk, which file, which rows, what is wrong and what to do
+    from dkrp import read_features
+    from dkrp.errors import ChunkError
+
+    store = labelled / "f.zarr"
+    chunk = store / "y" / "c" / "4"  # the short last chunk: rows 200..229
+    flip_byte(chunk, offset=chunk.stat().st_size // 2)
+    with pytest.raises(ChunkError) as err:
+        read_features(store)[1].compute(scheduler="sync")
+    assert str(err.value) == (
+        f"Store {store}: chunk (4,) of array 'y' (file y/c/4, rows 200..229) is corrupt: it "
+        "fails its crc32c checksum (the file changed after it was written). Run `dkrp verify "
+        f"{store} --repair` to recompute the bad chunks from the spec and the input.")
+    assert (err.value.store, err.value.array, err.value.chunk, err.value.problem) == (
+        str(store), "y", (4,), "corrupt")
+
+
 # -- stores written before checksums (dkrp 0.1.0) -------------------------------------------
 
 
@@ -276,6 +320,34 @@ def test_verify_of_a_store_without_checksums(tmp_path):
     assert [p["file"] for p in report["problems"]] == ["Z/c/1/0"]
     with pytest.raises(ValueError, match=r"Z/c/1/0"):
         open_features(old)
+
+
+def test_a_truncated_chunk_of_a_store_without_checksums_is_named_as_undecodable(tmp_path):
+    # a store of dkrp 0.1.0 (no crc32c) whose chunk file was cut short (a full disk, a
+    # copy stopped half way): no checksum to fail, so the decoder's own error is given
+    import zarr
+
+    from dkrp.errors import ChunkError
+    from dkrp.feature_store import verify_store
+
+    old = tmp_path / "features.zarr"
+    shutil.copytree(FIXTURES / "features.zarr", old)
+    chunk = old / "Z" / "c" / "1" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:chunk.stat().st_size // 2])
+    with pytest.raises(Exception) as raw:  # what zarr itself says of the chunk
+        zarr.open_array(str(old / "Z"), mode="r")[16:32]
+    assert "checksum" not in str(raw.value).lower()
+    decoder = f"{type(raw.value).__name__}: {str(raw.value).rstrip('.')}"
+    with pytest.raises(ChunkError) as err:
+        open_features(old).Z.compute(scheduler="sync")
+    assert str(err.value) == (
+        f"Store {old}: chunk (1, 0) of array 'Z' (file Z/c/1/0, rows 16..31) is corrupt: it "
+        f"cannot be decoded ({decoder}). Run `dkrp verify {old} --repair` to recompute the "
+        "bad chunks from the spec and the input.")
+    report = verify_store(old)
+    assert report["problems"] == [{"array": "Z", "chunk": (1, 0), "file": "Z/c/1/0",
+                                   "problem": "corrupt",
+                                   "detail": f"it cannot be decoded ({decoder})"}]
 
 
 # -- the labels y of a feature store (issue 29, item 2) ---------------------------------------
