@@ -252,10 +252,18 @@ def test_dataset_store_deleted_and_corrupt_chunks(stores):
 def test_csr_dataset_store_corrupt_chunk_named(tmp_path, sparse_libsvm):
     path, X, _ = sparse_libsvm
     ingest(path, tmp_path / "s.zarr", fmt="libsvm", sparse=True, chunk_rows=50)
-    flip_byte(tmp_path / "s.zarr" / "X" / "data" / "c" / "1" / "0", offset=10)
-    with pytest.raises(ValueError, match=r"chunk \(1, 0\) of array 'X/data' \(file "
-                                         r"X/data/c/1/0\) is corrupt"):
-        open_dataset(tmp_path / "s.zarr").X.compute()
+    store = tmp_path / "s.zarr"
+    flip_byte(store / "X" / "data" / "c" / "1" / "0", offset=10)
+    with pytest.raises(ValueError) as err:
+        open_dataset(store).X.compute(scheduler="sync")
+    # a member of X has no rows of its own to name; a dataset store is re-ingested
+    assert str(err.value) == (
+        f"Store {store}: chunk (1, 0) of array 'X/data' (file X/data/c/1/0) is corrupt: it "
+        "fails its crc32c checksum (the file changed after it was written). Run `dkrp "
+        f"verify {store}` to check every chunk, then re-ingest the store from its source "
+        "(`dkrp ingest SOURCE STORE --overwrite`).")
+    assert (err.value.array, err.value.chunk, err.value.problem) == ("X/data", (1, 0),
+                                                                     "corrupt")
 
 
 def test_a_chunk_deleted_after_the_store_was_opened_is_named_when_its_rows_are_read(stores):
@@ -297,6 +305,52 @@ def test_a_flipped_byte_of_a_label_chunk_is_named_with_its_rows(labelled):
         f"{store} --repair` to recompute the bad chunks from the spec and the input.")
     assert (err.value.store, err.value.array, err.value.chunk, err.value.problem) == (
         str(store), "y", (4,), "corrupt")
+
+
+def test_verify_reads_the_chunks_on_disk_in_tasks_of_about_batch_bytes(stores, monkeypatch):
+    # a store larger than a worker's memory is checked in read tasks of about batch_bytes
+    # of stored chunks each; a chunk whose file is gone is reported, not read
+    from dkrp import _chunks
+
+    tasks = []
+    read = _chunks.check_chunks
+
+    def check_chunks(array_dir, coords_list):
+        tasks.append((Path(array_dir).name, [tuple(c) for c in coords_list]))
+        return read(array_dir, coords_list)
+
+    monkeypatch.setattr(_chunks, "check_chunks", check_chunks)
+    store = stores / "f.zarr"
+    (store / "Z" / "c" / "1" / "0").unlink()
+    flip_byte(store / "Z" / "c" / "3" / "0")
+    chunk_bytes = 50 * 30 * 8  # a chunk of Z: 50 rows of 30 float64 features
+    report = _chunks.check_arrays(store, ["Z", "done"], batch_bytes=2 * chunk_bytes + 1)
+    assert sorted(tasks) == [("Z", [(0, 0), (2, 0)]), ("Z", [(3, 0), (4, 0)]),
+                             ("done", [(0,), (1,), (2,), (3,), (4,)])]
+    assert report["arrays"] == {"Z": {"chunks": 5, "checksums": True},
+                                "done": {"chunks": 5, "checksums": True}}
+    assert report["chunks_checked"] == 10
+    assert [(p["array"], p["chunk"], p["file"], p["problem"], p["detail"])
+            for p in report["problems"]] == [
+        ("Z", (1, 0), "Z/c/1/0", "missing", "the chunk file is missing"),
+        ("Z", (3, 0), "Z/c/3/0", "corrupt",
+         "it fails its crc32c checksum (the file changed after it was written)")]
+
+
+def test_verify_of_a_store_whose_array_metadata_is_gone_says_to_rebuild_it(stores):
+    # without Z/zarr.json nothing says how Z is chunked: its chunks cannot be checked
+    from dkrp.errors import CorruptStoreError
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    (store / "Z" / "zarr.json").unlink()
+    with pytest.raises(CorruptStoreError) as err:
+        verify_store(store)
+    message = str(err.value)
+    assert message.startswith(f"Store {store}: the metadata of array 'Z' (Z/zarr.json) is "
+                              "missing or unreadable (ArrayNotFoundError: ")
+    assert message.endswith("); its chunks cannot be checked. Rebuild the store (featurize "
+                            "or ingest with overwrite=True).")
 
 
 # -- stores written before checksums (dkrp 0.1.0) -------------------------------------------
