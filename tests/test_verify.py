@@ -429,7 +429,7 @@ def _damage_labels(store):
     flip_byte(chunk, offset=chunk.stat().st_size // 2)
 
 
-def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled):
+def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled, caplog):
     # before: verify and verify --repair said OK, while read_features refused the store
     # and told the user to run verify --repair (a loop with no exit)
     from dkrp import read_features
@@ -452,9 +452,16 @@ def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled
         f"Run `dkrp verify {store} --repair` to recompute the 1 bad chunk(s) of Z from the "
         "spec and the input and copy the 2 bad chunk(s) of the labels y from the input.")
 
-    repaired = verify_store(store, repair=True)  # dask's local scheduler
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.verify"):
+        repaired = verify_store(store, repair=True)  # dask's local scheduler
     assert repaired["ok"] and repaired["repaired"] == [3]
     assert repaired["repaired_labels"] == [1, 4]
+    # what an operator reading the log of a repair is told, and in this order
+    assert [r.getMessage() for r in caplog.records if r.name == "dkrp.feature_store.verify"
+            ] == [f"{store}: copying chunks [1, 4] of the labels from the input",
+                  f"{store}: recomputing chunks [3]"]
     assert store_digest(store) == store_digest(labelled / "clean.zarr")  # every file
     assert verify_store(store) == {**verify_store(labelled / "clean.zarr"),
                                    "path": str(store)}
@@ -502,12 +509,43 @@ def test_repair_of_labels_from_an_in_memory_input_needs_its_labels(tmp_path):
         featurize_to_store(X, tmp_path / name, _krp(), labels=y, progress=False)
     store = tmp_path / "f.zarr"
     (store / "y" / "c" / "2").unlink()
+    (store / "Z" / "c" / "1" / "0").unlink()
     before = store_digest(store)
-    with pytest.raises(FeatureStoreError, match=r"labels=y"):
+    # the store records no path to recompute from, nor the labels; each refusal says what
+    # to pass, and changes nothing
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True)
+    assert str(err.value) == (
+        f"Cannot repair {store}: it records no input path (it was written from an in-memory "
+        "array). Pass the same input: verify_features(..., input=X).")
+    with pytest.raises(FeatureStoreError) as err:
         verify_store(store, repair=True, input=X)
+    assert str(err.value) == (f"Cannot repair the labels of {store}: pass the input's labels "
+                              "too (verify_features(..., input=X, labels=y)).")
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True, input=X, labels=y[:-1])
+    assert str(err.value) == (f"Cannot repair the labels of {store}: the input has 229 labels, "
+                              "the store 230 rows.")
     assert store_digest(store) == before
-    assert verify_store(store, repair=True, input=X, labels=y)["repaired_labels"] == [2]
+    repaired = verify_store(store, repair=True, input=X, labels=y)
+    assert (repaired["repaired"], repaired["repaired_labels"]) == ([1], [2])
     assert store_digest(store) == store_digest(tmp_path / "clean.zarr")
+
+
+def test_a_repair_whose_recorded_input_is_gone_says_to_pass_it_and_changes_nothing(labelled):
+    store = labelled / "f.zarr"
+    (store / "Z" / "c" / "3" / "0").unlink()
+    before = store_digest(store)
+    source = labelled / "x.zarr"
+    shutil.move(source, labelled / "moved.zarr")
+    from dkrp.feature_store import FeatureStoreError, verify_store
+
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True)
+    assert str(err.value) == (
+        f"Cannot repair {store}: its input {source} is gone (Input {source} does not exist.). "
+        "Pass the same input (input=PATH), or featurize it again.")
+    assert store_digest(store) == before
 
 
 # -- repairing from a moved or copied input (issue 29, item 3) --------------------------------
