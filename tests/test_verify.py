@@ -288,6 +288,40 @@ def test_a_chunk_deleted_after_the_store_was_opened_is_named_when_its_rows_are_r
         str(store), "Z", (2, 0), "missing")
 
 
+def test_a_region_that_a_dask_fusing_slices_reads_is_checked_in_exactly_its_chunks(stores):
+    # dask 2024.8 (the oldest dkrp supports) fuses ``Z[149:151]`` into one read of that
+    # region from the checked array (newer dask reads whole chunks and slices them): a
+    # region is checked in every chunk it covers, and only in those
+    from dkrp._chunks import CheckedArray
+    from dkrp.errors import ChunkError
+
+    store = stores / "f.zarr"
+    clean = open_features(stores / "clean.zarr").Z.compute(scheduler="sync")
+    (store / "Z" / "c" / "2" / "0").unlink()  # rows 100..149
+    flip_byte(store / "Z" / "c" / "4" / "0")  # rows 200..229, the short last chunk
+    Z = CheckedArray(store, "Z", "features")
+    every = slice(0, 30)
+    for key, rows in [((slice(90, 100), every), slice(90, 100)),  # ends at the boundary
+                      ((slice(150, 200), every), slice(150, 200)),
+                      ((slice(0, 100, 7),), slice(0, 100, 7)),  # rows only: every column
+                      ((99, slice(3, 9)), (99, slice(3, 9))),
+                      ((slice(120, 120), every), slice(120, 120))]:  # no row at all
+        assert np.array_equal(Z[key], clean[rows]), key
+    for key, coords, problem in [((slice(99, 101), every), (2, 0), "missing"),
+                                 ((100, every), (2, 0), "missing"),
+                                 ((slice(149, 150),), (2, 0), "missing"),
+                                 ((slice(140, 160, 30), every), (2, 0), "missing"),
+                                 ((slice(199, 201), every), (4, 0), "corrupt"),
+                                 ((229,), (4, 0), "corrupt")]:
+        with pytest.raises(ChunkError) as err:
+            Z[key]
+        assert (err.value.chunk, err.value.problem) == (coords, problem), key
+    # an unfinished store opened for inspection reads a chunk not written as NaN
+    partial = CheckedArray(store, "Z", "features", allow_missing=True)
+    assert np.isnan(partial[(slice(99, 101), every)][1:]).all()
+    assert np.array_equal(partial[(slice(99, 101), every)][:1], clean[99:100])
+
+
 def test_a_flipped_byte_of_a_label_chunk_is_named_with_its_rows(labelled):
     # the message a user gets reading the labels of a store with a damaged chunk of y:
     # which chunk, which file, which rows, what is wrong and what to do
