@@ -312,7 +312,8 @@ def test_a_region_that_a_dask_fusing_slices_reads_is_checked_in_exactly_its_chun
                                  ((slice(149, 150),), (2, 0), "missing"),
                                  ((slice(140, 160, 30), every), (2, 0), "missing"),
                                  ((slice(199, 201), every), (4, 0), "corrupt"),
-                                 ((229,), (4, 0), "corrupt")]:
+                                 ((229,), (4, 0), "corrupt"),
+                                 (slice(140, 150), (2, 0), "missing")]:  # not a tuple
         with pytest.raises(ChunkError) as err:
             Z[key]
         assert (err.value.chunk, err.value.problem) == (coords, problem), key
@@ -320,6 +321,36 @@ def test_a_region_that_a_dask_fusing_slices_reads_is_checked_in_exactly_its_chun
     partial = CheckedArray(store, "Z", "features", allow_missing=True)
     assert np.isnan(partial[(slice(99, 101), every)][1:]).all()
     assert np.array_equal(partial[(slice(99, 101), every)][:1], clean[99:100])
+
+
+def test_a_store_read_before_and_after_it_is_overwritten_gives_both_in_one_computation(
+        stores):
+    # the rows kept in memory before `featurize --overwrite` and the rows read after it
+    # are two dask arrays: compared in one computation, they differ
+    import zarr
+
+    store = stores / "f.zarr"
+    before = open_features(store).Z.persist(scheduler="sync")
+    other = PolynomialRandomProjection(n_components=30, n_hyperplanes=40, random_state=3)
+    featurize_to_store(stores / "x.zarr", store, other, overwrite=True, progress=False)
+    after = open_features(store).Z
+    old = open_features(stores / "clean.zarr").Z.compute(scheduler="sync")
+    new = zarr.open_array(str(store / "Z"), mode="r")[:]
+    assert not np.array_equal(old, new)
+    assert np.array_equal((after - before).compute(scheduler="sync"), new - old)
+
+
+def test_a_store_and_its_copy_read_in_one_computation_are_two_arrays(stores):
+    # a backup made with `cp -a` keeps the metadata's time; a chunk rewritten in one of
+    # them must show when the two are compared in one computation
+    store, copy = stores / "f.zarr", stores / "backup.zarr"
+    shutil.copytree(store, copy)  # copies the files' times too
+    assert (store / "Z" / "zarr.json").stat().st_mtime_ns == (
+        copy / "Z" / "zarr.json").stat().st_mtime_ns
+    shutil.copyfile(store / "Z" / "c" / "0" / "0", copy / "Z" / "c" / "1" / "0")
+    a, b = open_features(store).Z, open_features(copy).Z
+    differ = (a != b).any(axis=1).compute(scheduler="sync")
+    assert np.flatnonzero(differ).tolist() == list(range(50, 100))
 
 
 def test_a_flipped_byte_of_a_label_chunk_is_named_with_its_rows(labelled):
