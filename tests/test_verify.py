@@ -317,6 +317,12 @@ def test_a_region_that_a_dask_fusing_slices_reads_is_checked_in_exactly_its_chun
         with pytest.raises(ChunkError) as err:
             Z[key]
         assert (err.value.chunk, err.value.problem) == (coords, problem), key
+    # rows only, of a dataset of one feature: its one column is checked too
+    np.save(stores / "one.npy", np.arange(230.0)[:, None])
+    ingest(stores / "one.npy", stores / "one.zarr", chunk_rows=CHUNK)
+    (stores / "one.zarr" / "X" / "c" / "2" / "0").unlink()
+    with pytest.raises(ChunkError, match=r"chunk \(2, 0\) of array 'X'"):
+        CheckedArray(stores / "one.zarr", "X", "dataset")[120:130]
     # an unfinished store opened for inspection reads a chunk not written as NaN
     partial = CheckedArray(store, "Z", "features", allow_missing=True)
     assert np.isnan(partial[(slice(99, 101), every)][1:]).all()
