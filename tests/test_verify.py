@@ -619,6 +619,40 @@ def test_a_repair_whose_recorded_input_is_gone_says_to_pass_it_and_changes_nothi
     assert store_digest(store) == before
 
 
+def test_a_repair_from_another_in_memory_array_says_the_input_given_is_not_its_own(tmp_path):
+    from dkrp.feature_store import FeatureStoreMismatchError, verify_store
+
+    rng = np.random.default_rng(13)
+    X = da.from_array(rng.standard_normal((230, 6)), chunks=(CHUNK, 6))
+    featurize_to_store(X, tmp_path / "f.zarr", _krp(), progress=False)
+    store = tmp_path / "f.zarr"
+    (store / "Z" / "c" / "1" / "0").unlink()
+    before = store_digest(store)
+    for other in (da.from_array(rng.standard_normal((230, 6)), chunks=(CHUNK, 6)),
+                  da.from_array(rng.standard_normal((240, 6)), chunks=(CHUNK, 6))):
+        with pytest.raises(FeatureStoreMismatchError) as err:
+            verify_store(store, repair=True, input=other)
+        assert str(err.value) == (
+            f"Cannot repair {store}: the input given is not the one it was made from: "
+            f"{'; '.join(err.value.problems)}. Nothing was changed. Pass the input the store "
+            "was made from (input=PATH), or featurize that input again into a new store.")
+    assert len(err.value.problems) > 1  # 240 rows: every difference is named
+    assert store_digest(store) == before
+
+
+def test_a_float32_store_is_repaired_byte_identical_to_a_clean_run(stores):
+    # the repair rebuilds the store with the options it was written with (here float32)
+    from dkrp.feature_store import verify_store
+
+    for name in ("clean32.zarr", "f32.zarr"):
+        featurize_to_store(stores / "x.zarr", stores / name, _krp(), dtype="float32",
+                           progress=False)
+    store = stores / "f32.zarr"
+    (store / "Z" / "c" / "2" / "0").unlink()
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "clean32.zarr")
+
+
 # -- repairing from a moved or copied input (issue 29, item 3) --------------------------------
 
 
