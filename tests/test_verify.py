@@ -50,8 +50,11 @@ def cluster():
 
     from dkrp.parallel import start_local_cluster
 
+    # not dask's default scheduler: a test that reads without naming the client reads on
+    # the local scheduler, whichever cluster test ran before it (and mutmut, which only
+    # sees the calls made in the test's own process, sees the reads)
     with start_local_cluster(n_workers=2, threads_per_worker=1) as cluster, \
-            Client(cluster) as client:
+            Client(cluster, set_as_default=False) as client:
         yield cluster, client
 
 
@@ -249,10 +252,176 @@ def test_dataset_store_deleted_and_corrupt_chunks(stores):
 def test_csr_dataset_store_corrupt_chunk_named(tmp_path, sparse_libsvm):
     path, X, _ = sparse_libsvm
     ingest(path, tmp_path / "s.zarr", fmt="libsvm", sparse=True, chunk_rows=50)
-    flip_byte(tmp_path / "s.zarr" / "X" / "data" / "c" / "1" / "0", offset=10)
-    with pytest.raises(ValueError, match=r"chunk \(1, 0\) of array 'X/data' \(file "
-                                         r"X/data/c/1/0\) is corrupt"):
-        open_dataset(tmp_path / "s.zarr").X.compute()
+    store = tmp_path / "s.zarr"
+    flip_byte(store / "X" / "data" / "c" / "1" / "0", offset=10)
+    with pytest.raises(ValueError) as err:
+        open_dataset(store).X.compute(scheduler="sync")
+    # a member of X has no rows of its own to name; a dataset store is re-ingested
+    assert str(err.value) == (
+        f"Store {store}: chunk (1, 0) of array 'X/data' (file X/data/c/1/0) is corrupt: it "
+        "fails its crc32c checksum (the file changed after it was written). Run `dkrp "
+        f"verify {store}` to check every chunk, then re-ingest the store from its source "
+        "(`dkrp ingest SOURCE STORE --overwrite`).")
+    assert (err.value.array, err.value.chunk, err.value.problem) == ("X/data", (1, 0),
+                                                                     "corrupt")
+
+
+def test_a_chunk_deleted_after_the_store_was_opened_is_named_when_its_rows_are_read(stores):
+    # a training job holds the store open (lazily) while its chunk 2 file is deleted:
+    # the rows of the other chunks still read, and those of chunk 2 raise naming it,
+    # never the fill value
+    from dkrp.errors import ChunkError
+
+    store = stores / "f.zarr"
+    Z = open_features(store).Z
+    clean = open_features(stores / "clean.zarr").Z.compute(scheduler="sync")
+    (store / "Z" / "c" / "2" / "0").unlink()
+    assert np.array_equal(Z[:100].compute(scheduler="sync"), clean[:100])
+    assert np.array_equal(Z[150:].compute(scheduler="sync"), clean[150:])
+    with pytest.raises(ChunkError) as err:
+        Z[90:110].compute(scheduler="sync")
+    assert str(err.value) == (
+        f"Store {store}: chunk (2, 0) of array 'Z' (file Z/c/2/0, rows 100..149) is missing: "
+        f"its file was deleted after the store was written. Run `dkrp verify {store} "
+        "--repair` to recompute the bad chunks from the spec and the input.")
+    assert (err.value.store, err.value.array, err.value.chunk, err.value.problem) == (
+        str(store), "Z", (2, 0), "missing")
+
+
+def test_a_region_that_a_dask_fusing_slices_reads_is_checked_in_exactly_its_chunks(stores):
+    # dask 2024.8 (the oldest dkrp supports) fuses ``Z[149:151]`` into one read of that
+    # region from the checked array (newer dask reads whole chunks and slices them): a
+    # region is checked in every chunk it covers, and only in those
+    from dkrp._chunks import CheckedArray
+    from dkrp.errors import ChunkError
+
+    store = stores / "f.zarr"
+    clean = open_features(stores / "clean.zarr").Z.compute(scheduler="sync")
+    (store / "Z" / "c" / "2" / "0").unlink()  # rows 100..149
+    flip_byte(store / "Z" / "c" / "4" / "0")  # rows 200..229, the short last chunk
+    Z = CheckedArray(store, "Z", "features")
+    every = slice(0, 30)
+    for key, rows in [((slice(90, 100), every), slice(90, 100)),  # ends at the boundary
+                      ((slice(150, 200), every), slice(150, 200)),
+                      ((slice(0, 100, 7),), slice(0, 100, 7)),  # rows only: every column
+                      ((99, slice(3, 9)), (99, slice(3, 9))),
+                      ((slice(120, 120), every), slice(120, 120))]:  # no row at all
+        assert np.array_equal(Z[key], clean[rows]), key
+    for key, coords, problem in [((slice(99, 101), every), (2, 0), "missing"),
+                                 ((100, every), (2, 0), "missing"),
+                                 ((slice(149, 150),), (2, 0), "missing"),
+                                 ((slice(140, 160, 30), every), (2, 0), "missing"),
+                                 ((slice(199, 201), every), (4, 0), "corrupt"),
+                                 ((229,), (4, 0), "corrupt"),
+                                 (slice(140, 150), (2, 0), "missing")]:  # not a tuple
+        with pytest.raises(ChunkError) as err:
+            Z[key]
+        assert (err.value.chunk, err.value.problem) == (coords, problem), key
+    # rows only, of a dataset of one feature: its one column is checked too
+    np.save(stores / "one.npy", np.arange(230.0)[:, None])
+    ingest(stores / "one.npy", stores / "one.zarr", chunk_rows=CHUNK)
+    (stores / "one.zarr" / "X" / "c" / "2" / "0").unlink()
+    with pytest.raises(ChunkError, match=r"chunk \(2, 0\) of array 'X'"):
+        CheckedArray(stores / "one.zarr", "X", "dataset")[120:130]
+    # an unfinished store opened for inspection reads a chunk not written as NaN
+    partial = CheckedArray(store, "Z", "features", allow_missing=True)
+    assert np.isnan(partial[(slice(99, 101), every)][1:]).all()
+    assert np.array_equal(partial[(slice(99, 101), every)][:1], clean[99:100])
+
+
+def test_a_store_read_before_and_after_it_is_overwritten_gives_both_in_one_computation(
+        stores):
+    # the rows kept in memory before `featurize --overwrite` and the rows read after it
+    # are two dask arrays: compared in one computation, they differ
+    import zarr
+
+    store = stores / "f.zarr"
+    before = open_features(store).Z.persist(scheduler="sync")
+    other = PolynomialRandomProjection(n_components=30, n_hyperplanes=40, random_state=3)
+    featurize_to_store(stores / "x.zarr", store, other, overwrite=True, progress=False)
+    after = open_features(store).Z
+    old = open_features(stores / "clean.zarr").Z.compute(scheduler="sync")
+    new = zarr.open_array(str(store / "Z"), mode="r")[:]
+    assert not np.array_equal(old, new)
+    assert np.array_equal((after - before).compute(scheduler="sync"), new - old)
+
+
+def test_a_store_and_its_copy_read_in_one_computation_are_two_arrays(stores):
+    # a backup made with `cp -a` keeps the metadata's time; a chunk rewritten in one of
+    # them must show when the two are compared in one computation
+    store, copy = stores / "f.zarr", stores / "backup.zarr"
+    shutil.copytree(store, copy)  # copies the files' times too
+    assert (store / "Z" / "zarr.json").stat().st_mtime_ns == (
+        copy / "Z" / "zarr.json").stat().st_mtime_ns
+    shutil.copyfile(store / "Z" / "c" / "0" / "0", copy / "Z" / "c" / "1" / "0")
+    a, b = open_features(store).Z, open_features(copy).Z
+    differ = (a != b).any(axis=1).compute(scheduler="sync")
+    assert np.flatnonzero(differ).tolist() == list(range(50, 100))
+
+
+def test_a_flipped_byte_of_a_label_chunk_is_named_with_its_rows(labelled):
+    # the message a user gets reading the labels of a store with a damaged chunk of y:
+    # which chunk, which file, which rows, what is wrong and what to do
+    from dkrp import read_features
+    from dkrp.errors import ChunkError
+
+    store = labelled / "f.zarr"
+    chunk = store / "y" / "c" / "4"  # the short last chunk: rows 200..229
+    flip_byte(chunk, offset=chunk.stat().st_size // 2)
+    with pytest.raises(ChunkError) as err:
+        read_features(store)[1].compute(scheduler="sync")
+    assert str(err.value) == (
+        f"Store {store}: chunk (4,) of array 'y' (file y/c/4, rows 200..229) is corrupt: it "
+        "fails its crc32c checksum (the file changed after it was written). Run `dkrp verify "
+        f"{store} --repair` to recompute the bad chunks from the spec and the input.")
+    assert (err.value.store, err.value.array, err.value.chunk, err.value.problem) == (
+        str(store), "y", (4,), "corrupt")
+
+
+def test_verify_reads_the_chunks_on_disk_in_tasks_of_about_batch_bytes(stores, monkeypatch):
+    # a store larger than a worker's memory is checked in read tasks of about batch_bytes
+    # of stored chunks each; a chunk whose file is gone is reported, not read
+    from dkrp import _chunks
+
+    tasks = []
+    read = _chunks.check_chunks
+
+    def check_chunks(array_dir, coords_list):
+        tasks.append((Path(array_dir).name, [tuple(c) for c in coords_list]))
+        return read(array_dir, coords_list)
+
+    monkeypatch.setattr(_chunks, "check_chunks", check_chunks)
+    store = stores / "f.zarr"
+    (store / "Z" / "c" / "1" / "0").unlink()
+    flip_byte(store / "Z" / "c" / "3" / "0")
+    chunk_bytes = 50 * 30 * 8  # a chunk of Z: 50 rows of 30 float64 features
+    report = _chunks.check_arrays(store, ["Z", "done"], batch_bytes=2 * chunk_bytes + 1)
+    assert sorted(tasks) == [("Z", [(0, 0), (2, 0)]), ("Z", [(3, 0), (4, 0)]),
+                             ("done", [(0,), (1,), (2,), (3,), (4,)])]
+    assert report["arrays"] == {"Z": {"chunks": 5, "checksums": True},
+                                "done": {"chunks": 5, "checksums": True}}
+    assert report["chunks_checked"] == 10
+    assert [(p["array"], p["chunk"], p["file"], p["problem"], p["detail"])
+            for p in report["problems"]] == [
+        ("Z", (1, 0), "Z/c/1/0", "missing", "the chunk file is missing"),
+        ("Z", (3, 0), "Z/c/3/0", "corrupt",
+         "it fails its crc32c checksum (the file changed after it was written)")]
+
+
+def test_verify_of_a_store_whose_array_metadata_is_gone_says_to_rebuild_it(stores):
+    # without Z/zarr.json nothing says how Z is chunked: its chunks cannot be checked
+    from dkrp.errors import CorruptStoreError
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    (store / "Z" / "zarr.json").unlink()
+    with pytest.raises(CorruptStoreError) as err:
+        verify_store(store)
+    message = str(err.value)
+    assert message.startswith(f"Store {store}: the metadata of array 'Z' (Z/zarr.json) is "
+                              "missing or unreadable (ArrayNotFoundError: ")
+    assert message.endswith("); its chunks cannot be checked. Rebuild the store (featurize "
+                            "or ingest with overwrite=True).")
 
 
 # -- stores written before checksums (dkrp 0.1.0) -------------------------------------------
@@ -276,6 +445,34 @@ def test_verify_of_a_store_without_checksums(tmp_path):
     assert [p["file"] for p in report["problems"]] == ["Z/c/1/0"]
     with pytest.raises(ValueError, match=r"Z/c/1/0"):
         open_features(old)
+
+
+def test_a_truncated_chunk_of_a_store_without_checksums_is_named_as_undecodable(tmp_path):
+    # a store of dkrp 0.1.0 (no crc32c) whose chunk file was cut short (a full disk, a
+    # copy stopped half way): no checksum to fail, so the decoder's own error is given
+    import zarr
+
+    from dkrp.errors import ChunkError
+    from dkrp.feature_store import verify_store
+
+    old = tmp_path / "features.zarr"
+    shutil.copytree(FIXTURES / "features.zarr", old)
+    chunk = old / "Z" / "c" / "1" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:chunk.stat().st_size // 2])
+    with pytest.raises(Exception) as raw:  # what zarr itself says of the chunk
+        zarr.open_array(str(old / "Z"), mode="r")[16:32]
+    assert "checksum" not in str(raw.value).lower()
+    decoder = f"{type(raw.value).__name__}: {str(raw.value).rstrip('.')}"
+    with pytest.raises(ChunkError) as err:
+        open_features(old).Z.compute(scheduler="sync")
+    assert str(err.value) == (
+        f"Store {old}: chunk (1, 0) of array 'Z' (file Z/c/1/0, rows 16..31) is corrupt: it "
+        f"cannot be decoded ({decoder}). Run `dkrp verify {old} --repair` to recompute the "
+        "bad chunks from the spec and the input.")
+    report = verify_store(old)
+    assert report["problems"] == [{"array": "Z", "chunk": (1, 0), "file": "Z/c/1/0",
+                                   "problem": "corrupt",
+                                   "detail": f"it cannot be decoded ({decoder})"}]
 
 
 # -- the labels y of a feature store (issue 29, item 2) ---------------------------------------
@@ -303,7 +500,7 @@ def _damage_labels(store):
     flip_byte(chunk, offset=chunk.stat().st_size // 2)
 
 
-def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled):
+def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled, caplog):
     # before: verify and verify --repair said OK, while read_features refused the store
     # and told the user to run verify --repair (a loop with no exit)
     from dkrp import read_features
@@ -326,9 +523,16 @@ def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled
         f"Run `dkrp verify {store} --repair` to recompute the 1 bad chunk(s) of Z from the "
         "spec and the input and copy the 2 bad chunk(s) of the labels y from the input.")
 
-    repaired = verify_store(store, repair=True)  # dask's local scheduler
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="dkrp.feature_store.verify"):
+        repaired = verify_store(store, repair=True)  # dask's local scheduler
     assert repaired["ok"] and repaired["repaired"] == [3]
     assert repaired["repaired_labels"] == [1, 4]
+    # what an operator reading the log of a repair is told, and in this order
+    assert [r.getMessage() for r in caplog.records if r.name == "dkrp.feature_store.verify"
+            ] == [f"{store}: copying chunks [1, 4] of the labels from the input",
+                  f"{store}: recomputing chunks [3]"]
     assert store_digest(store) == store_digest(labelled / "clean.zarr")  # every file
     assert verify_store(store) == {**verify_store(labelled / "clean.zarr"),
                                    "path": str(store)}
@@ -376,12 +580,77 @@ def test_repair_of_labels_from_an_in_memory_input_needs_its_labels(tmp_path):
         featurize_to_store(X, tmp_path / name, _krp(), labels=y, progress=False)
     store = tmp_path / "f.zarr"
     (store / "y" / "c" / "2").unlink()
+    (store / "Z" / "c" / "1" / "0").unlink()
     before = store_digest(store)
-    with pytest.raises(FeatureStoreError, match=r"labels=y"):
+    # the store records no path to recompute from, nor the labels; each refusal says what
+    # to pass, and changes nothing
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True)
+    assert str(err.value) == (
+        f"Cannot repair {store}: it records no input path (it was written from an in-memory "
+        "array). Pass the same input: verify_features(..., input=X).")
+    with pytest.raises(FeatureStoreError) as err:
         verify_store(store, repair=True, input=X)
+    assert str(err.value) == (f"Cannot repair the labels of {store}: pass the input's labels "
+                              "too (verify_features(..., input=X, labels=y)).")
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True, input=X, labels=y[:-1])
+    assert str(err.value) == (f"Cannot repair the labels of {store}: the input has 229 labels, "
+                              "the store 230 rows.")
     assert store_digest(store) == before
-    assert verify_store(store, repair=True, input=X, labels=y)["repaired_labels"] == [2]
+    repaired = verify_store(store, repair=True, input=X, labels=y)
+    assert (repaired["repaired"], repaired["repaired_labels"]) == ([1], [2])
     assert store_digest(store) == store_digest(tmp_path / "clean.zarr")
+
+
+def test_a_repair_whose_recorded_input_is_gone_says_to_pass_it_and_changes_nothing(labelled):
+    store = labelled / "f.zarr"
+    (store / "Z" / "c" / "3" / "0").unlink()
+    before = store_digest(store)
+    source = labelled / "x.zarr"
+    shutil.move(source, labelled / "moved.zarr")
+    from dkrp.feature_store import FeatureStoreError, verify_store
+
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True)
+    assert str(err.value) == (
+        f"Cannot repair {store}: its input {source} is gone (Input {source} does not exist.). "
+        "Pass the same input (input=PATH), or featurize it again.")
+    assert store_digest(store) == before
+
+
+def test_a_repair_from_another_in_memory_array_says_the_input_given_is_not_its_own(tmp_path):
+    from dkrp.feature_store import FeatureStoreMismatchError, verify_store
+
+    rng = np.random.default_rng(13)
+    X = da.from_array(rng.standard_normal((230, 6)), chunks=(CHUNK, 6))
+    featurize_to_store(X, tmp_path / "f.zarr", _krp(), progress=False)
+    store = tmp_path / "f.zarr"
+    (store / "Z" / "c" / "1" / "0").unlink()
+    before = store_digest(store)
+    for other in (da.from_array(rng.standard_normal((230, 6)), chunks=(CHUNK, 6)),
+                  da.from_array(rng.standard_normal((240, 6)), chunks=(CHUNK, 6))):
+        with pytest.raises(FeatureStoreMismatchError) as err:
+            verify_store(store, repair=True, input=other)
+        assert str(err.value) == (
+            f"Cannot repair {store}: the input given is not the one it was made from: "
+            f"{'; '.join(err.value.problems)}. Nothing was changed. Pass the input the store "
+            "was made from (input=PATH), or featurize that input again into a new store.")
+    assert len(err.value.problems) > 1  # 240 rows: every difference is named
+    assert store_digest(store) == before
+
+
+def test_a_float32_store_is_repaired_byte_identical_to_a_clean_run(stores):
+    # the repair rebuilds the store with the options it was written with (here float32)
+    from dkrp.feature_store import verify_store
+
+    for name in ("clean32.zarr", "f32.zarr"):
+        featurize_to_store(stores / "x.zarr", stores / name, _krp(), dtype="float32",
+                           progress=False)
+    store = stores / "f32.zarr"
+    (store / "Z" / "c" / "2" / "0").unlink()
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "clean32.zarr")
 
 
 # -- repairing from a moved or copied input (issue 29, item 3) --------------------------------
