@@ -540,6 +540,24 @@ def test_verify_checks_the_labels_and_repair_copies_them_from_the_input(labelled
     assert np.array_equal(y, open_dataset(labelled / "x.zarr").y.compute())
 
 
+def test_a_repair_refuses_labels_given_beside_an_input_that_brings_its_own(labelled):
+    # the store's y is the dataset store's labels: writing others into its bad chunks
+    # would leave a store that no clean run of the job writes, and verify would say OK
+    from dkrp.errors import InvalidInputError
+    from dkrp.feature_store import verify_store
+
+    store = labelled / "f.zarr"
+    _damage_labels(store)
+    before = store_digest(store)
+    y = open_dataset(labelled / "x.zarr").y.compute()
+    with pytest.raises(InvalidInputError) as caught:
+        verify_store(store, repair=True, labels=(y + 1) % 3)
+    assert str(caught.value) == (
+        f"Cannot repair {store}: its input {labelled / 'x.zarr'} brings its own labels, and "
+        "labels= gives others. Nothing was changed. Leave out labels= to copy the input's.")
+    assert store_digest(store) == before
+
+
 def test_dkrp_verify_command_reports_and_repairs_a_label_chunk(labelled):
     # only labels to copy: no cluster is started, nothing is recomputed
     store = labelled / "f.zarr"

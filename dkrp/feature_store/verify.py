@@ -23,7 +23,13 @@ import numpy as np
 
 from .._chunks import check_arrays, check_chunks, chunk_key, chunk_region
 from .._store import read_attrs
-from ..errors import FeatureStoreError, FeatureStoreMismatchError, Message, Param
+from ..errors import (
+    FeatureStoreError,
+    FeatureStoreMismatchError,
+    InvalidInputError,
+    Message,
+    Param,
+)
 from .format import FEATURES_FORMAT
 
 logger = logging.getLogger(__name__)
@@ -117,8 +123,8 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
         knows an input by its content: a moved or copied one matches
         (:func:`~dkrp.feature_store.input_fingerprint`).
     labels : array-like of shape (n_samples,), optional
-        The labels to repair ``y`` from, when ``input`` is a dask array (a dataset
-        store brings its own).
+        The labels to repair ``y`` from, when ``input`` is a dask array. A dataset
+        store brings its own, and giving ``labels`` with one is refused.
     progress : bool or callable, default=False
         As for :func:`dkrp.feature_store.write_features`.
     retries : int, default=0
@@ -250,6 +256,13 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
             raise FeatureStoreError(Message(
                 "Cannot repair {}: its input {} is gone ({}). Pass the same input ({}), or "
                 "featurize it again.", path, source, exc, _INPUT)) from exc
+        if opened_labels is not None and labels is not None:
+            # the store's y came from the input's own labels: others would make a store
+            # that no clean run of this job writes
+            raise InvalidInputError(Message(
+                "Cannot repair {}: its input {} brings its own labels, and labels= gives "
+                "others. Nothing was changed. Leave out labels= to copy the input's.",
+                path, source))
         labels = opened_labels if labels is None else labels
     where = "the input given" if isinstance(source, da.Array) else f"the input {source}"
     # the same checks as a resume: another input, spec, dtype or shape is refused here
