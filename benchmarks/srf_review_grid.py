@@ -298,13 +298,17 @@ def main(argv=None):  # noqa: C901 (one loop over configurations and variants)
                              "review_table1": REVIEW.get((p, D), "")})
                 print(f"p={p:2d} D={D:5d} seed={seed} {variant:10s}: {acc:6.2f} % "
                       f"(kernel MSE {mse:.2e}, {fit['train_seconds']:.1f} s)", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "runs.csv", "w", newline="") as fh:
+        _write(args.out, rows, variants, fits)  # after each configuration: partial runs count
+    print(f"wrote {args.out / 'runs.csv'} and {args.out / 'README.md'}")
+
+
+def _write(out, rows, variants, fits):
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "runs.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    (args.out / "README.md").write_text(_readme(rows, variants, fits))
-    print(f"wrote {args.out / 'runs.csv'} and {args.out / 'README.md'}")
+    (out / "README.md").write_text(_readme(rows, variants, fits))
 
 
 def _cell(values):
