@@ -1037,6 +1037,19 @@ def test_partition_tasks_are_named_by_their_block_and_data():
     assert not set(keys(X + 1.0)) & set(first)  # other data, other keys
 
 
+def test_labels_of_one_class_under_a_wider_classes_say_so_without_advice_that_cannot_help():
+    # classes= names the labels before the data; a y holding one of them only reaches
+    # every voter of the full strategy. Shuffling the rows or strategy='full' (the advice
+    # for a one-class row block) cannot help: the message says what the voter saw
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    model = RandomFeatureVotingClassifier(n_voters=1, n_components=8, random_state=0,
+                                          classes=[0, 1])
+    with pytest.raises(ValueError, match=r"^Voter 0 was given one class only "
+                                         r"\(np\.int64\(0\)\) in the training data: a "
+                                         r"classifier needs at least two\.$"):
+        model.fit(X, np.zeros(40, dtype=np.int64))
+
+
 def test_partition_voter_names_the_global_row_of_a_bad_value():
     X = np.random.default_rng(0).standard_normal((40, 3))
     X[27, 1] = np.nan  # block 2 of 4 (rows 20..29)
