@@ -655,7 +655,7 @@ def test_voter_seeds_are_a_named_stream():
 
     # both of voter i's seeds come from its stream (the package's seed contract): a
     # voter retrained by a resumed run is the one the first run trained, bit for bit
-    for i in range(20):  # 20 voters: a range one narrower changes about half the draws
+    for i in range(20):  # a range one narrower (from 1, or to 2**32 - 2) keeps half the draws
         rng = block_generator(11, "ensemble.voter", i)
         assert voter_seeds(11, i) == (int(rng.integers(0, 2**63 - 1, dtype=np.int64)),
                                       int(rng.integers(0, 2**32 - 1, dtype=np.int64)))
