@@ -655,9 +655,10 @@ def test_voter_seeds_are_a_named_stream():
 
     # both of voter i's seeds come from its stream (the package's seed contract): a
     # voter retrained by a resumed run is the one the first run trained, bit for bit
-    rng = block_generator(11, "ensemble.voter", 4)
-    assert voter_seeds(11, 4) == (int(rng.integers(0, 2**63 - 1, dtype=np.int64)),
-                                  int(rng.integers(0, 2**32 - 1, dtype=np.int64)))
+    for i in range(20):  # a range one narrower (from 1, or to 2**32 - 2) keeps half the draws
+        rng = block_generator(11, "ensemble.voter", i)
+        assert voter_seeds(11, i) == (int(rng.integers(0, 2**63 - 1, dtype=np.int64)),
+                                      int(rng.integers(0, 2**32 - 1, dtype=np.int64)))
     assert len({voter_seeds(11, i) for i in range(100)}) == 100
 
 
@@ -1037,6 +1038,19 @@ def test_partition_tasks_are_named_by_their_block_and_data():
     assert not set(keys(X + 1.0)) & set(first)  # other data, other keys
 
 
+def test_labels_of_one_class_under_a_wider_classes_say_so_without_advice_that_cannot_help():
+    # classes= names the labels before the data; a y holding one of them only reaches
+    # every voter of the full strategy. Shuffling the rows or strategy='full' (the advice
+    # for a one-class row block) cannot help: the message says what the voter saw
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    model = RandomFeatureVotingClassifier(n_voters=1, n_components=8, random_state=0,
+                                          classes=[0, 1])
+    with pytest.raises(ValueError, match=r"^Voter 0 was given one class only "
+                                         r"\(np\.int64\(0\)\) in the training data: a "
+                                         r"classifier needs at least two\.$"):
+        model.fit(X, np.zeros(40, dtype=np.int64))
+
+
 def test_partition_voter_names_the_global_row_of_a_bad_value():
     X = np.random.default_rng(0).standard_normal((40, 3))
     X[27, 1] = np.nan  # block 2 of 4 (rows 20..29)
@@ -1064,8 +1078,11 @@ def test_partition_voter_of_one_class_names_its_rows():
     y = np.arange(40) % 2
     y[20:30] = 1  # block 2 of 4
     Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(y, chunks=10)
-    with pytest.raises(ValueError, match=r"Voter 2 was given one class only .* in partition 2 "
-                                         r"\(rows 20\.\.29\)"):
+    with pytest.raises(ValueError, match=r"^Voter 2 was given one class only \(np\.int64\(1\)\) "
+                                         r"in partition 2 \(rows 20\.\.29\): a classifier needs "
+                                         r"at least two\. Shuffle the rows before ingesting "
+                                         r"\(partition voters see one row block each\) or use "
+                                         r"strategy='full'\.$"):
         RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
                                       random_state=0).fit(Xd, yd)
 
@@ -1255,4 +1272,31 @@ def test_voter_info_names_the_solver_and_liblinear_fits_take_turns(
     model.fit(Xtr[keep], ytr[keep])
     assert held == [takes_turns] * 2
     assert [info["solver"] for info in model.voter_info_] == [solver] * 2
+    # the steps are named as the docs say (a user reads a voter's map by its name)
     assert model.estimators_[0].named_steps["svm"] is model.estimators_[0][-1]
+    assert model.estimators_[0].named_steps["features"] is model.estimators_[0][0]
+
+
+def test_voter_info_says_which_voters_stopped_at_their_iteration_limit(digits):
+    # voter_info_ and the summary table tell a user which voters did not converge: a
+    # LinearSVC cut to one iteration warns ConvergenceWarning in its fit (recorded there,
+    # not raised), and says it ran its one iteration; a newton voter converges in at
+    # least one Newton step (the gradient at w = 0 is not zero) and at most max_iter;
+    # each voter's seconds lie within the fit's
+    from sklearn.svm import LinearSVC
+
+    from dkrp.ensemble.scoring import summary_lines
+    from dkrp.linear_svm import PrimalLinearSVC
+
+    Xtr, ytr, _, _ = digits
+    cut = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0,
+                                        estimator=LinearSVC(max_iter=1)).fit(Xtr, ytr)
+    assert [(info["n_iter"], info["converged"]) for info in cut.voter_info_] == [(1, False)] * 2
+    assert [line.endswith(" (not converged)") for line in summary_lines(cut)] == \
+        [False, False, True, True, False, False]
+    newton = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
+                                           random_state=0).fit(Xtr, ytr)
+    for info in newton.voter_info_:
+        assert info["converged"] is True
+        assert 1 <= info["n_iter"] <= PrimalLinearSVC().max_iter
+        assert 0 < info["seconds"] <= newton.fit_seconds_

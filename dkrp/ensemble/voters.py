@@ -137,6 +137,12 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
                 "labels.", partition=partition)
     y = np.asarray(y)
     labels = np.unique(y)
+    if labels.size < 2 and partition is None:
+        # every voter sees all rows (y holds one class, though classes= names more):
+        # shuffling or another strategy would not help
+        raise InvalidInputError(Message(
+            "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two.",
+            index, labels[0], where))
     if labels.size < 2:
         raise InvalidInputError(Message(
             "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two. "
