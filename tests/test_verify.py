@@ -671,6 +671,36 @@ def test_a_float32_store_is_repaired_byte_identical_to_a_clean_run(stores):
     assert store_digest(store) == store_digest(stores / "clean32.zarr")
 
 
+def test_a_store_of_packed_sign_bits_is_repaired_byte_identical_to_a_clean_run(stores):
+    # a sign-product store written with --bits holds packed uint8 rows: the repair packs
+    # its chunk as the clean run did (the store's options reach the chunk writes)
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store import verify_store
+
+    for name in ("cleanbits.zarr", "bits.zarr"):
+        featurize_to_store(stores / "x.zarr", stores / name,
+                           SignProductEmbedding(n_components=20, random_state=2), bits=True,
+                           progress=False)
+    store = stores / "bits.zarr"
+    (store / "Z" / "c" / "2" / "0").unlink()
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "cleanbits.zarr")
+
+
+def test_a_complete_store_that_lost_a_done_marker_file_is_repaired(stores):
+    # a copy of a store that missed one small file (the marker of chunk 2): the chunk is
+    # bad, and the repair rewrites it and its marker as a clean run does
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    (store / "done" / "c" / "2").unlink()
+    report = verify_store(store)
+    assert report["bad_chunks"] == [2]
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("done/c/2", "missing")]
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
+
+
 # -- repairing from a moved or copied input (issue 29, item 3) --------------------------------
 
 
