@@ -621,6 +621,31 @@ def test_repair_of_labels_from_an_in_memory_input_needs_its_labels(tmp_path):
     assert store_digest(store) == store_digest(tmp_path / "clean.zarr")
 
 
+def test_repair_of_labels_given_beside_an_unlabelled_input_asks_for_those_labels(stores):
+    # featurize_to_store(path, labels=y) of an input without labels stores y beside Z;
+    # before: a lost chunk of y was refused with "Pass the dataset store it was made
+    # from", which is the input already recorded (a loop with no exit)
+    from dkrp.feature_store import FeatureStoreError, verify_store
+
+    y = np.arange(230) % 3
+    for name in ("cleany.zarr", "fy.zarr"):
+        featurize_to_store(stores / "x.zarr", stores / name, _krp(), labels=y, progress=False)
+    store = stores / "fy.zarr"
+    (store / "y" / "c" / "2").unlink()
+    before = store_digest(store)
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True)
+    assert str(err.value) == (
+        f"Cannot repair the labels of {store}: the input {stores / 'x.zarr'} has no labels. "
+        "Pass the labels the store was featurized with (verify_features(..., labels=y)), or "
+        "the dataset store they came from (input=PATH).")
+    assert store_digest(store) == before
+    # labels= beside an input without labels of its own is what the message asks for
+    repaired = verify_store(store, repair=True, labels=y)
+    assert repaired["ok"] and repaired["repaired_labels"] == [2]
+    assert store_digest(store) == store_digest(stores / "cleany.zarr")
+
+
 def test_a_repair_whose_recorded_input_is_gone_says_to_pass_it_and_changes_nothing(labelled):
     store = labelled / "f.zarr"
     (store / "Z" / "c" / "3" / "0").unlink()
