@@ -249,6 +249,27 @@ def test_dataset_store_deleted_and_corrupt_chunks(stores):
     assert r.exit_code == 1 and "cannot be repaired from itself" in r.output
 
 
+def test_verify_checks_an_array_with_an_axis_of_one(stores):
+    # a dataset of one feature (X is 230 x 1) and a store small enough for one chunk
+    # (done holds one marker): every chunk is checked, and each lost file is found
+    from dkrp.feature_store import verify_store
+    from dkrp.io import verify_dataset
+
+    np.save(stores / "one.npy", np.arange(230.0)[:, None])
+    ingest(stores / "one.npy", stores / "one.zarr", chunk_rows=CHUNK)
+    assert verify_dataset(stores / "one.zarr")["chunks_checked"] == 5
+    (stores / "one.zarr" / "X" / "c" / "2" / "0").unlink()
+    report = verify_dataset(stores / "one.zarr")
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("X/c/2/0", "missing")]
+
+    X = da.from_array(np.random.default_rng(5).standard_normal((40, 6)), chunks=(40, 6))
+    featurize_to_store(X, stores / "small.zarr", _krp(), progress=False)
+    (stores / "small.zarr" / "done" / "c" / "0").unlink()
+    report = verify_store(stores / "small.zarr")
+    assert report["chunks_checked"] == 2 and report["bad_chunks"] == [0]
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("done/c/0", "missing")]
+
+
 def test_csr_dataset_store_corrupt_chunk_named(tmp_path, sparse_libsvm):
     path, X, _ = sparse_libsvm
     ingest(path, tmp_path / "s.zarr", fmt="libsvm", sparse=True, chunk_rows=50)
