@@ -110,6 +110,12 @@ def test_new_stores_checksum_every_array(stores):
     for path in ("x.zarr/X", "f.zarr/Z", "f.zarr/done"):
         codecs = zarr.open_array(str(stores / path), mode="r").metadata.to_dict()["codecs"]
         assert codecs[-1] == {"name": "crc32c"}, (path, codecs)
+    # --compressor zstd: compressed, then checksummed (the compressor is not dropped)
+    featurize_to_store(stores / "x.zarr", stores / "z.zarr", _krp(), compressor="zstd",
+                       progress=False)
+    for path in ("z.zarr/Z", "z.zarr/done"):
+        codecs = zarr.open_array(str(stores / path), mode="r").metadata.to_dict()["codecs"]
+        assert [c["name"] for c in codecs] == ["bytes", "zstd", "crc32c"], (path, codecs)
 
 
 def test_rerun_of_featurize_rewrites_a_deleted_chunk(stores):
