@@ -110,6 +110,12 @@ def test_new_stores_checksum_every_array(stores):
     for path in ("x.zarr/X", "f.zarr/Z", "f.zarr/done"):
         codecs = zarr.open_array(str(stores / path), mode="r").metadata.to_dict()["codecs"]
         assert codecs[-1] == {"name": "crc32c"}, (path, codecs)
+    # --compressor zstd: compressed, then checksummed (the compressor is not dropped)
+    featurize_to_store(stores / "x.zarr", stores / "z.zarr", _krp(), compressor="zstd",
+                       progress=False)
+    for path in ("z.zarr/Z", "z.zarr/done"):
+        codecs = zarr.open_array(str(stores / path), mode="r").metadata.to_dict()["codecs"]
+        assert [c["name"] for c in codecs] == ["bytes", "zstd", "crc32c"], (path, codecs)
 
 
 def test_rerun_of_featurize_rewrites_a_deleted_chunk(stores):
@@ -247,6 +253,27 @@ def test_dataset_store_deleted_and_corrupt_chunks(stores):
     assert f"dkrp ingest {stores / 'x.npy'} {ds} --overwrite" in report["advice"]
     r = CliRunner().invoke(main, ["verify", str(ds), "--repair"])
     assert r.exit_code == 1 and "cannot be repaired from itself" in r.output
+
+
+def test_verify_checks_an_array_with_an_axis_of_one(stores):
+    # a dataset of one feature (X is 230 x 1) and a store small enough for one chunk
+    # (done holds one marker): every chunk is checked, and each lost file is found
+    from dkrp.feature_store import verify_store
+    from dkrp.io import verify_dataset
+
+    np.save(stores / "one.npy", np.arange(230.0)[:, None])
+    ingest(stores / "one.npy", stores / "one.zarr", chunk_rows=CHUNK)
+    assert verify_dataset(stores / "one.zarr")["chunks_checked"] == 5
+    (stores / "one.zarr" / "X" / "c" / "2" / "0").unlink()
+    report = verify_dataset(stores / "one.zarr")
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("X/c/2/0", "missing")]
+
+    X = da.from_array(np.random.default_rng(5).standard_normal((40, 6)), chunks=(40, 6))
+    featurize_to_store(X, stores / "small.zarr", _krp(), progress=False)
+    (stores / "small.zarr" / "done" / "c" / "0").unlink()
+    report = verify_store(stores / "small.zarr")
+    assert report["chunks_checked"] == 2 and report["bad_chunks"] == [0]
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("done/c/0", "missing")]
 
 
 def test_csr_dataset_store_corrupt_chunk_named(tmp_path, sparse_libsvm):
@@ -621,6 +648,31 @@ def test_repair_of_labels_from_an_in_memory_input_needs_its_labels(tmp_path):
     assert store_digest(store) == store_digest(tmp_path / "clean.zarr")
 
 
+def test_repair_of_labels_given_beside_an_unlabelled_input_asks_for_those_labels(stores):
+    # featurize_to_store(path, labels=y) of an input without labels stores y beside Z;
+    # before: a lost chunk of y was refused with "Pass the dataset store it was made
+    # from", which is the input already recorded (a loop with no exit)
+    from dkrp.feature_store import FeatureStoreError, verify_store
+
+    y = np.arange(230) % 3
+    for name in ("cleany.zarr", "fy.zarr"):
+        featurize_to_store(stores / "x.zarr", stores / name, _krp(), labels=y, progress=False)
+    store = stores / "fy.zarr"
+    (store / "y" / "c" / "2").unlink()
+    before = store_digest(store)
+    with pytest.raises(FeatureStoreError) as err:
+        verify_store(store, repair=True)
+    assert str(err.value) == (
+        f"Cannot repair the labels of {store}: the input {stores / 'x.zarr'} has no labels. "
+        "Pass the labels the store was featurized with (verify_features(..., labels=y)), or "
+        "the dataset store they came from (input=PATH).")
+    assert store_digest(store) == before
+    # labels= beside an input without labels of its own is what the message asks for
+    repaired = verify_store(store, repair=True, labels=y)
+    assert repaired["ok"] and repaired["repaired_labels"] == [2]
+    assert store_digest(store) == store_digest(stores / "cleany.zarr")
+
+
 def test_a_repair_whose_recorded_input_is_gone_says_to_pass_it_and_changes_nothing(labelled):
     store = labelled / "f.zarr"
     (store / "Z" / "c" / "3" / "0").unlink()
@@ -669,6 +721,36 @@ def test_a_float32_store_is_repaired_byte_identical_to_a_clean_run(stores):
     (store / "Z" / "c" / "2" / "0").unlink()
     assert verify_store(store, repair=True)["repaired"] == [2]
     assert store_digest(store) == store_digest(stores / "clean32.zarr")
+
+
+def test_a_store_of_packed_sign_bits_is_repaired_byte_identical_to_a_clean_run(stores):
+    # a sign-product store written with --bits holds packed uint8 rows: the repair packs
+    # its chunk as the clean run did (the store's options reach the chunk writes)
+    from dkrp import SignProductEmbedding
+    from dkrp.feature_store import verify_store
+
+    for name in ("cleanbits.zarr", "bits.zarr"):
+        featurize_to_store(stores / "x.zarr", stores / name,
+                           SignProductEmbedding(n_components=20, random_state=2), bits=True,
+                           progress=False)
+    store = stores / "bits.zarr"
+    (store / "Z" / "c" / "2" / "0").unlink()
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "cleanbits.zarr")
+
+
+def test_a_complete_store_that_lost_a_done_marker_file_is_repaired(stores):
+    # a copy of a store that missed one small file (the marker of chunk 2): the chunk is
+    # bad, and the repair rewrites it and its marker as a clean run does
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    (store / "done" / "c" / "2").unlink()
+    report = verify_store(store)
+    assert report["bad_chunks"] == [2]
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("done/c/2", "missing")]
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "clean.zarr")
 
 
 # -- repairing from a moved or copied input (issue 29, item 3) --------------------------------

@@ -277,8 +277,9 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
     if bad_labels:
         if labels is None:
             raise FeatureStoreError(
-                Message("Cannot repair the labels of {}: {} has no labels. Pass the dataset "
-                        "store it was made from ({}).", path, where, _INPUT)
+                Message("Cannot repair the labels of {}: {} has no labels. Pass the labels "
+                        "the store was featurized with (verify_features(..., labels=y)), or "
+                        "the dataset store they came from ({}).", path, where, _INPUT)
                 if not isinstance(source, da.Array) else
                 f"Cannot repair the labels of {path}: pass the input's labels too "
                 "(verify_features(..., input=X, labels=y)).")
