@@ -580,11 +580,29 @@ def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit,
     ({"strategy": "bags"}, "strategy must be one of 'full', 'partition'"),
     ({"C": -1}, "C must be a positive number"),
     ({"method": "nope"}, "Unknown method 'nope'"),
+    # a bool is no C (True was taken as C=1)
+    ({"C": True}, r"^C must be a positive number, got True\.$"),
 ])
 def test_bad_parameters(digits, params, message):
     Xtr, ytr, _, _ = digits
     with pytest.raises(ValueError, match=message):
         RandomFeatureVotingClassifier(**params).fit(Xtr, ytr)
+
+
+def test_a_c_from_a_numpy_grid_trains_checkpoints_and_saves_as_that_number(digits, tmp_path):
+    # GridSearchCV(param_grid={"C": np.arange(1, 4)}) or np.logspace hands out numpy
+    # scalars: they were refused ("C must be a positive number, got np.int64(2)")
+    Xtr, ytr, _, _ = digits
+    ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20, C=2.0,
+                                        random_state=0).fit(Xtr[:300], ytr[:300])
+    for C in (np.int64(2), np.float32(2.0)):
+        name = type(C).__name__
+        model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, C=C,
+                                              random_state=0)
+        model.fit(Xtr[:300], ytr[:300], checkpoint=tmp_path / f"kept-{name}")
+        assert _same_coefs(model, ref)
+        model.save(tmp_path / name)
+        assert dkrp.load(tmp_path / name).C == 2
 
 
 def test_bad_input(digits):

@@ -10,6 +10,7 @@ per row block) on dask input. The vote itself and its tie rule are in
 
 from __future__ import annotations
 
+import numbers
 import time
 from pathlib import Path
 
@@ -125,7 +126,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         elif not hasattr(self.estimator, "fit"):
             raise InvalidInputError(f"estimator must be one of {SOLVERS} or a classifier, got "
                                     f"{self.estimator!r}.")
-        if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
+        # numbers.Real: a C from a numpy grid (GridSearchCV over np.arange or np.logspace
+        # hands out numpy scalars) is a number too; a bool is not
+        if (isinstance(self.C, bool) or not isinstance(self.C, numbers.Real)
+                or not (np.isfinite(self.C) and self.C > 0)):
             raise InvalidInputError(f"C must be a positive number, got {self.C!r}.")
 
     def _template(self):
