@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import zipfile
 from pathlib import Path
@@ -580,7 +581,18 @@ def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit,
     ({"strategy": "bags"}, "strategy must be one of 'full', 'partition'"),
     ({"C": -1}, "C must be a positive number"),
     ({"method": "nope"}, "Unknown method 'nope'"),
-    # a bool is no C (True was taken as C=1)
+    # a typo in a solver's name, or something that is no classifier, is named as given
+    ({"estimator": "newtno"}, re.escape("estimator must be one of 'auto', 'newton', 'primal', "
+                                        "'dual', 'sgd'; got 'newtno'.")),
+    ({"estimator": None}, re.escape("estimator must be one of ('auto', 'newton', 'primal', "
+                                    "'dual', 'sgd') or a classifier, got None.")),
+    ({"method": 3}, re.escape("method must be a --method name or a dkrp projector, got 3.")),
+    # C is refused where a linear SVM has no meaning: 0 (no loss term), inf, NaN, text read
+    # from a config file, a bool
+    ({"C": 0}, r"^C must be a positive number, got 0\.$"),
+    ({"C": np.inf}, r"^C must be a positive number, got inf\.$"),
+    ({"C": np.nan}, r"^C must be a positive number, got nan\.$"),
+    ({"C": "1.0"}, r"^C must be a positive number, got '1\.0'\.$"),
     ({"C": True}, r"^C must be a positive number, got True\.$"),
 ])
 def test_bad_parameters(digits, params, message):
@@ -603,6 +615,17 @@ def test_a_c_from_a_numpy_grid_trains_checkpoints_and_saves_as_that_number(digit
         assert _same_coefs(model, ref)
         model.save(tmp_path / name)
         assert dkrp.load(tmp_path / name).C == 2
+
+
+def test_one_voter_of_one_feature_is_an_ensemble_too(digits):
+    # n_voters=1 is the single random-feature SVM an ensemble is compared with, and a
+    # sweep over D may start at one feature: both are the smallest values allowed
+    Xtr, ytr, Xte, _ = digits
+    keep = ytr < 2
+    model = RandomFeatureVotingClassifier(n_voters=1, n_components=1, random_state=0)
+    model.fit(Xtr[keep], ytr[keep])
+    assert model.n_voters_ == 1 and model.estimators_[0][0].n_components == 1
+    assert np.array_equal(model.predict(Xte), model.estimators_[0].predict(Xte))
 
 
 def test_bad_input(digits):
@@ -1274,3 +1297,76 @@ def test_voter_info_names_the_solver_and_liblinear_fits_take_turns(
     assert held == [takes_turns] * 2
     assert [info["solver"] for info in model.voter_info_] == [solver] * 2
     assert model.estimators_[0].named_steps["svm"] is model.estimators_[0][-1]
+
+
+# -- fit's own steps (mutation run of ensemble/classifier.py) --------------------------------
+
+
+def test_retries_must_be_a_count_of_extra_attempts(digits):
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    with pytest.raises(ValueError, match=r"^retries must be >= 0, got -1\.$"):
+        model.fit(Xtr, ytr, retries=-1)
+    with pytest.raises(ValueError, match=r"^retries must be an integer, got 1\.5 of type "
+                                         r"float\.$"):
+        model.fit(Xtr, ytr, retries=1.5)
+
+
+def test_fit_is_quiet_by_default_and_shows_a_bar_of_voters_when_asked(digits, capsys):
+    # a batch job's log gets no progress bar unless asked for; progress=True draws voters
+    # done / total and ends the bar's line, also when the fit fails (the error is not
+    # printed at the end of a half-drawn bar)
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=20, random_state=0)
+    model.fit(Xtr[:300], ytr[:300])
+    assert capsys.readouterr().err == ""
+    model.fit(Xtr[:300], ytr[:300], progress=True)
+    err = capsys.readouterr().err
+    assert "voters: 100%" in err and "3/3" in err and err.endswith("\n")
+    X = np.random.default_rng(0).standard_normal((9, 3))
+    y = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0])  # block 2 of 4 holds class 1 only
+    with pytest.raises(ValueError, match="holds one class only") as info:
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
+                                      random_state=0).fit(X, y, progress=True)
+    err = capsys.readouterr().err  # (info keeps fit's frame, and so its bar, alive)
+    assert "0/4" in err and err.endswith("\n"), (err, info)
+
+
+def test_fit_trains_on_the_default_client_when_none_is_given(digits):
+    # a notebook's Client() is the default client: fit trains its voters there
+    from distributed import Client
+
+    Xtr, ytr, _, _ = digits
+    # (not named client or cluster: those are conftest.py's worker-process fixtures, and
+    # the fast set's selection reads the names a test uses)
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as local, \
+            Client(local) as default:
+        workers = set(default.scheduler_info()["workers"])
+        model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+        model.fit(Xtr[:300], ytr[:300])
+    assert len(workers) == 1 and [i["worker"] for i in model.voter_info_] == [*workers] * 2
+
+
+def test_sgd_voters_are_regularised_for_the_rows_each_trains_on(digits):
+    # "sgd" is SGDClassifier(alpha=1/(C n)), the SVM's objective for C only when n is the
+    # number of rows the voter fits: all rows, or a row block (ceil(n/k), the longest
+    # block, for every partition voter: 601 rows in 4 blocks are 151, 150, 150, 150)
+    Xtr, ytr, _, _ = digits
+    X, y = Xtr[:601], ytr[:601]
+    full = RandomFeatureVotingClassifier(n_voters=2, n_components=20, C=2.0, estimator="sgd",
+                                         random_state=0).fit(X, y)
+    assert [p[-1].alpha for p in full.estimators_] == [1.0 / (2.0 * 601)] * 2
+    part = RandomFeatureVotingClassifier(n_voters=4, n_components=20, C=2.0, estimator="sgd",
+                                         strategy="partition", random_state=0).fit(X, y)
+    assert [i["n_rows"] for i in part.voter_info_] == [151, 150, 150, 150]
+    assert [p[-1].alpha for p in part.estimators_] == [1.0 / (2.0 * 151)] * 4
+
+
+def test_fit_seconds_is_the_wall_time_of_the_fit(digits):
+    import time
+
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    t0 = time.perf_counter()
+    model.fit(Xtr[:300], ytr[:300])
+    assert 0 < model.fit_seconds_ <= time.perf_counter() - t0
