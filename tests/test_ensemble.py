@@ -1370,3 +1370,21 @@ def test_fit_seconds_is_the_wall_time_of_the_fit(digits):
     t0 = time.perf_counter()
     model.fit(Xtr[:300], ytr[:300])
     assert 0 < model.fit_seconds_ <= time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("strategy", ["full", "partition"])
+def test_gamma_scale_is_one_width_from_all_training_rows_for_the_templates_kernel(
+        digits, strategy):
+    # gamma="scale" is scikit-learn's SVC width over all training rows (not a voter's own
+    # block): 1/(d Var X) for the Gaussian kernel (rff's default) and 1/(d Std X) for the
+    # Laplacian, every voter the same kernel
+    Xtr, ytr = digits[0][:600], digits[1][:600]
+    d = Xtr.shape[1]
+    for method, expected in (("rff", 1.0 / (d * Xtr.var())),
+                             (dkrp.RandomFourierFeatures(kernel="laplacian", gamma="scale"),
+                              1.0 / (d * Xtr.std()))):
+        model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, method=method,
+                                              strategy=strategy, random_state=0)
+        model.fit(Xtr, ytr)
+        assert [p[0].gamma for p in model.estimators_] == pytest.approx([expected] * 2,
+                                                                        rel=1e-12)
