@@ -1388,3 +1388,53 @@ def test_gamma_scale_is_one_width_from_all_training_rows_for_the_templates_kerne
         model.fit(Xtr, ytr)
         assert [p[0].gamma for p in model.estimators_] == pytest.approx([expected] * 2,
                                                                         rel=1e-12)
+
+
+# -- predict on dask arrays (mutation run of ensemble/classifier.py) --------------------------
+
+
+@pytest.mark.parametrize("voting", ["hard", "soft"])
+def test_dask_predict_is_lazy_declares_what_it_computes_and_equals_numpy(digits, voting):
+    # a dask array read from a store chunked by columns too (here 2 column blocks): each
+    # answer is lazy, one task per row block, its declared shape, blocks and dtype are
+    # those computed (later dask steps plan with them), and the values are numpy's
+    Xtr, ytr, Xte, _ = digits
+    X = Xte[:400]
+    Xd = da.from_array(X, chunks=(100, 32))
+    labels = np.array(list("abcdefghij"))  # string labels: the classes' dtype is kept
+    for y in (ytr, labels[ytr]):
+        model = RandomFeatureVotingClassifier(n_voters=3, n_components=30, voting=voting,
+                                              random_state=0).fit(Xtr, y)
+        for what, expected in (("predict", model.predict(X)),
+                               ("predict_voters", model.predict_voters(X)),
+                               ("decision_function", model.decision_function(X))):
+            lazy = getattr(model, what)(Xd)
+            assert isinstance(lazy, da.Array), what
+            assert lazy.chunks == ((100,) * 4, *((s,) for s in expected.shape[1:])), what
+            assert lazy.dtype == expected.dtype, what
+            got = lazy.compute(scheduler="sync")
+            assert got.dtype == expected.dtype, what
+            np.testing.assert_array_equal(got, expected, err_msg=what)
+    binary = ytr < 2
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=30, voting=voting,
+                                          random_state=0).fit(Xtr[binary], ytr[binary])
+    lazy = model.decision_function(Xd)  # a binary problem scores classes_[1] only
+    assert lazy.chunks == ((100,) * 4,) and lazy.dtype == np.float64
+    np.testing.assert_array_equal(lazy.compute(scheduler="sync"), model.decision_function(X))
+
+
+def test_predict_names_a_bad_value_or_shape_of_numpy_and_dask_input_alike(digits):
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    model.fit(Xtr, ytr)
+    bad = Xte[:100].copy()
+    bad[13, 4] = np.nan
+    with pytest.raises(ValueError, match=r"^Input X contains NaN \(at row 13\)\.$"):
+        model.predict(bad)
+    with pytest.raises(ValueError, match=r"^X has 63 features, but "
+                                         r"RandomFeatureVotingClassifier is expecting 64 "
+                                         r"features as input\.$"):
+        model.predict(da.from_array(Xte[:, :63]))
+    # one sample as a 1-D array
+    with pytest.raises(ValueError, match=r"^Expected 2D array, got 1D array instead\.$"):
+        model.predict(da.from_array(Xte[0]))
