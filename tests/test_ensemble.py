@@ -1438,3 +1438,42 @@ def test_predict_names_a_bad_value_or_shape_of_numpy_and_dask_input_alike(digits
     # one sample as a 1-D array
     with pytest.raises(ValueError, match=r"^Expected 2D array, got 1D array instead\.$"):
         model.predict(da.from_array(Xte[0]))
+
+
+# -- parameters reaching the voters, labels (mutation run of ensemble/classifier.py) ----------
+
+
+def test_parameters_reach_each_voter_from_a_method_name_or_a_template(digits):
+    # n_components and gamma given to the ensemble are each voter's, over a template's own
+    # (and without them the template's are kept); a given classifier gets voter i's model
+    # seed; nystroem, which has no "scale", keeps its own default width
+    from sklearn.linear_model import LogisticRegression
+
+    Xtr, ytr = digits[0][:300], digits[1][:300]
+    for method in ("rff", dkrp.RandomFourierFeatures(n_components=7, gamma=3.0)):
+        model = RandomFeatureVotingClassifier(
+            n_voters=2, method=method, n_components=30, gamma=0.25, random_state=4,
+            estimator=LogisticRegression(max_iter=500)).fit(Xtr, ytr)
+        assert [(p[0].n_components, p[0].gamma) for p in model.estimators_] == [(30, 0.25)] * 2
+        assert [p[-1].random_state for p in model.estimators_] == [voter_seeds(4, i)[1]
+                                                                   for i in range(2)]
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, method=dkrp.RandomFourierFeatures(n_components=7, gamma=3.0),
+        n_components=None, random_state=4).fit(Xtr, ytr)
+    assert [(p[0].n_components, p[0].gamma) for p in model.estimators_] == [(7, 3.0)] * 2
+    model = RandomFeatureVotingClassifier(n_voters=2, method="nystroem", n_components=30,
+                                          random_state=4).fit(Xtr, ytr)
+    assert [p[0].gamma for p in model.estimators_] == [None] * 2
+
+
+def test_labels_outside_classes_or_of_one_class_are_refused_naming_them(digits):
+    Xtr, ytr, _, _ = digits
+    keep = ytr < 5
+    for X, y in ((Xtr[keep], ytr[keep]), (da.from_array(Xtr[keep], chunks=(200, -1)),
+                                          da.from_array(ytr[keep], chunks=200))):
+        with pytest.raises(ValueError, match=r"^y holds labels \[3, 4\] not in "
+                                             r"classes=\[0, 1, 2\]\.$"):
+            RandomFeatureVotingClassifier(n_voters=2, classes=[2, 1, 0]).fit(X, y)
+    with pytest.raises(ValueError, match=r"^The training labels hold one class only \(\[7\]\); "
+                                         r"a classifier needs at least two\.$"):
+        RandomFeatureVotingClassifier(n_voters=2).fit(Xtr[:10], np.full(10, 7))
