@@ -1477,3 +1477,30 @@ def test_labels_outside_classes_or_of_one_class_are_refused_naming_them(digits):
     with pytest.raises(ValueError, match=r"^The training labels hold one class only \(\[7\]\); "
                                          r"a classifier needs at least two\.$"):
         RandomFeatureVotingClassifier(n_voters=2).fit(Xtr[:10], np.full(10, 7))
+
+
+def test_the_defaults_are_the_documented_ones():
+    # a script that gives no parameter trains the thesis' ensemble: 13 voters of 500 rff
+    # features (gamma "scale"), C=1, the fastest solver, a hard vote, every voter on all rows
+    assert RandomFeatureVotingClassifier().get_params() == {
+        "n_voters": 13, "method": "rff", "n_components": 500, "gamma": None, "C": 1.0,
+        "estimator": "auto", "voting": "hard", "strategy": "full", "classes": None,
+        "random_state": None}
+    params = {"n_voters": 3, "method": "nystroem", "n_components": 40, "gamma": 0.5, "C": 2.0,
+              "estimator": "dual", "voting": "soft", "strategy": "partition",
+              "classes": [0, 1], "random_state": 7}
+    assert RandomFeatureVotingClassifier(**params).get_params() == params
+
+
+def test_a_column_vector_of_labels_is_taken_with_scikit_learns_warning(digits):
+    # y as a one-column frame or array (df[["label"]]): scikit-learn's estimators warn
+    # and ravel it; so does the ensemble, and it trains as on the 1-D labels
+    from sklearn.exceptions import DataConversionWarning
+
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    with pytest.warns(DataConversionWarning, match="A column-vector y was passed"):
+        model.fit(Xtr[:300], ytr[:300, None])
+    ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
+                                        random_state=0).fit(Xtr[:300], ytr[:300])
+    assert _same_coefs(model, ref)
