@@ -1046,12 +1046,34 @@ def test_partition_refuses_before_any_work_what_cannot_train():
                                          r"use n_voters=9 or fewer, or strategy='full'"):
         RandomFeatureVotingClassifier(n_voters=10, strategy="partition",
                                       random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"^3 rows cannot make 4 partition voters \(one row "
+                                         r"block each\): use n_voters=3 or fewer, or "
+                                         r"strategy='full'\.$"):
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", random_state=0).fit(
+            da.from_array(X[:3], chunks=(1, 3)), da.from_array(y[:3], chunks=1))
+    # the blockwise voter itself refuses other blocks than voters (fit rechunks dask input
+    # to n_voters blocks first, below)
+    from dkrp.ensemble.training import _blockwise_class
+
     Xd, yd = da.from_array(X, chunks=(3, 3)), da.from_array(np.arange(9) % 2, chunks=3)
     with pytest.raises(ValueError, match=r"3 row blocks for 4 voters.*Set n_voters to the "
                                          r"number of row blocks \(3\), or rechunk X \(and "
                                          r"y\) to 4 row blocks\.$"):
-        RandomFeatureVotingClassifier(n_voters=4, strategy="partition",
-                                      random_state=0).fit(Xd, yd)
+        _blockwise_class()(voters=[None] * 4).fit_tasks(Xd, yd)
+
+
+def test_partition_splits_dask_input_into_the_blocks_of_numpy_input():
+    # dask X in another number of blocks than voters is rechunked into the blocks numpy
+    # input is split into: 9 rows in 3 blocks made 3 blocks of ceil(9/4) = 3 rows, "3 row
+    # blocks for 4 voters", and 10 rows a last block of 1 row (one class only)
+    rng = np.random.default_rng(0)
+    for n, block, sizes in ((9, 3, [3, 2, 2, 2]), (10, 5, [3, 3, 2, 2]), (40, 7, [10] * 4)):
+        X, y = rng.standard_normal((n, 3)), np.arange(n) % 2
+        params = {"n_voters": 4, "strategy": "partition", "n_components": 8, "random_state": 0}
+        lazy = RandomFeatureVotingClassifier(**params).fit(
+            da.from_array(X, chunks=(block, 3)), da.from_array(y, chunks=block))
+        assert [info["n_rows"] for info in lazy.voter_info_] == sizes
+        assert _same_coefs(lazy, RandomFeatureVotingClassifier(**params).fit(X, y))
 
 
 # -- the partition strategy's tasks (mutation run of ensemble/training.py) -----------------

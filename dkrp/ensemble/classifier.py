@@ -35,6 +35,7 @@ from .training import (
     checked_block,
     fit_full,
     fit_partition,
+    partition_sizes,
     progress_callback,
 )
 from .voters import (
@@ -292,10 +293,9 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         if len(X.chunks[1]) != 1:
             X = X.rechunk({1: -1})
         if self.strategy == "partition" and len(X.chunks[0]) != self.n_voters:
-            n = int(X.shape[0])
-            if n < self.n_voters:
-                raise InvalidInputError(f"{n} rows cannot make {self.n_voters} partition voters.")
-            X = X.rechunk({0: -(-n // self.n_voters)})
+            # the blocks numpy input is split into (9 rows, 4 voters: 3, 2, 2, 2): blocks of
+            # ceil(n / n_voters) rows made 3 blocks of 9 rows, or a last block of 1 of 10
+            X = X.rechunk({0: partition_sizes(int(X.shape[0]), self.n_voters)})
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk((X.chunks[0],))
         offsets = row_offsets(X.chunks[0])
