@@ -1526,3 +1526,31 @@ def test_a_column_vector_of_labels_is_taken_with_scikit_learns_warning(digits):
     ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
                                         random_state=0).fit(Xtr[:300], ytr[:300])
     assert _same_coefs(model, ref)
+
+
+def test_dask_training_input_is_checked_as_numpy_input_is(digits):
+    # fit on a dask X names what is wrong before any voter runs, with numpy's words where
+    # there are some; labels in memory beside a dask X, and X chunked by columns, train
+    # the model numpy input trains
+    Xtr, ytr, _, _ = digits
+    X, y = Xtr[:300], ytr[:300]
+    Xd, yd = da.from_array(X, chunks=(100, 32)), da.from_array(y, chunks=100)
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    for bad_X, bad_y, message in (
+            (Xd[:, 0], yd, r"^Expected 2D array, got 1D array instead\.$"),
+            (Xd, da.stack([yd, yd], axis=1),
+             r"^y should be a 1d array, got an array of shape \(300, 2\) instead\.$"),
+            (Xd[Xd[:, 10] > 0.5], yd, r"^X has unknown chunk sizes; call "
+                                      r"X\.compute_chunk_sizes\(\) first\.$"),
+            (Xd, yd[:-1], r"^Found input variables with inconsistent numbers of samples: "
+                          r"\[300, 299\]$"),
+            (Xd.astype(str), yd, r"^dask array X must be numeric, got dtype <U32\.$")):
+        with pytest.raises(ValueError, match=message):
+            model.fit(bad_X, bad_y)
+    for strategy in ("full", "partition"):
+        ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20, strategy=strategy,
+                                            random_state=0).fit(X, y)
+        for y_given in (yd, y):
+            lazy = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
+                                                 strategy=strategy, random_state=0)
+            assert _same_coefs(lazy.fit(Xd, y_given), ref), strategy
