@@ -1554,3 +1554,23 @@ def test_dask_training_input_is_checked_as_numpy_input_is(digits):
             lazy = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
                                                  strategy=strategy, random_state=0)
             assert _same_coefs(lazy.fit(Xd, y_given), ref), strategy
+
+
+def test_full_strategy_reads_dask_input_once_for_all_voters(digits):
+    # a dask X read from files (or a store) is read once and every voter trains on those
+    # rows, not read again by each of the voters (13 reads of the data by default)
+    import dask
+
+    Xtr, ytr, _, _ = digits
+    reads = []
+
+    def read(i):
+        reads.append(i)
+        return Xtr[100 * i:100 * (i + 1)]
+
+    Xd = da.concatenate([da.from_delayed(dask.delayed(read)(i), shape=(100, 64),
+                                         dtype=Xtr.dtype) for i in range(3)])
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=20, gamma=0.1,
+                                          random_state=0)
+    model.fit(Xd, da.from_array(ytr[:300], chunks=100))
+    assert sorted(reads) == [0, 1, 2]
