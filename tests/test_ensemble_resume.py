@@ -80,6 +80,17 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
+def test_a_fit_that_keeps_its_voters_retries_them_too(tmp_path):
+    # a long job passes both: a transient error is retried, and every voter is kept
+    X, y = _data()
+    state, kept = tmp_path / "state", tmp_path / "kept"
+    model = _model(_faulty(X, 40, state)).fit(X, y, retries=1, checkpoint=kept)
+    assert len(fault_pids(state)) == 1  # voter 2 failed once, then trained
+    assert sorted(p.name for p in kept.glob("voter-*.npz")) == [f"voter-{i}.npz"
+                                                                 for i in range(4)]
+    _same_voters(model, _model(_faulty(X, 40, state)).fit(X, y))
+
+
 # --- the final failure, in one line ----------------------------------------------------------
 
 
