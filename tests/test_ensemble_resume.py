@@ -140,8 +140,8 @@ def test_a_rerun_trains_only_the_missing_voters_and_gives_the_uninterrupted_mode
     stamps = {p.name: p.stat().st_mtime_ns for p in kept.iterdir()}
     done = []
     model = _model(_faulty(X, 40, state)).fit(X, y, checkpoint=kept,
-                                              progress=lambda n, total: done.append(n))
-    assert done == [3, 4]  # three kept, one trained
+                                              progress=lambda n, total: done.append((n, total)))
+    assert done == [(3, 4), (4, 4)]  # three kept, one trained
     assert {p.name: p.stat().st_mtime_ns for p in kept.iterdir() if p.name in stamps} == stamps
     assert (kept / "voter-2.json").is_file()
     # an uninterrupted fit (the fault is used up) gives the same voters, bit for bit; and
@@ -169,6 +169,9 @@ def test_a_checkpoint_of_another_job_is_refused_naming_what_differs(tmp_path):
         _model(_faulty(X, 40, tmp_path / "state"), C=2.0).fit(X, y, checkpoint=kept)
     with pytest.raises(ValueError, match=r"another training job \(data sha256 '"):
         _model(_faulty(X, 40, tmp_path / "state")).fit(X * 2, y, checkpoint=kept)
+    # the same rows with labels corrected: voters of the old labels are not reused
+    with pytest.raises(ValueError, match=r"another training job \(data sha256 '"):
+        _model(_faulty(X, 40, tmp_path / "state")).fit(X, 1 - y, checkpoint=kept)
     assert sorted(p.name for p in kept.iterdir()) == before
 
 
