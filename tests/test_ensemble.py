@@ -1574,3 +1574,15 @@ def test_full_strategy_reads_dask_input_once_for_all_voters(digits):
                                           random_state=0)
     model.fit(Xd, da.from_array(ytr[:300], chunks=100))
     assert sorted(reads) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("strategy", ["full", "partition"])
+def test_fit_on_a_sparse_matrix_trains_the_model_of_its_dense_rows(digits, strategy):
+    # svmlight files (w8a, rcv1) load as CSR: the voters train on them as they are
+    import scipy.sparse as sp
+
+    Xtr, ytr, _, _ = digits
+    params = {"n_voters": 2, "n_components": 20, "strategy": strategy, "random_state": 0}
+    model = RandomFeatureVotingClassifier(**params).fit(sp.csr_matrix(Xtr[:300]), ytr[:300])
+    assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(Xtr[:300],
+                                                                         ytr[:300]))
