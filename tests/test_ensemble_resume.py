@@ -175,6 +175,25 @@ def test_a_checkpoint_of_another_job_is_refused_naming_what_differs(tmp_path):
     assert sorted(p.name for p in kept.iterdir()) == before
 
 
+def test_a_checkpoint_refused_for_another_method_or_classes_names_each_difference(tmp_path):
+    # the user changed the method, or named more classes, and kept the checkpoint folder:
+    # the refusal names each part of the job that differs (the params, the template's own
+    # params and class, the labels the voters are trained for)
+    X, y = _data()
+    kept = tmp_path / "kept"
+    params = {"n_voters": 2, "n_components": 10, "gamma": 0.5, "random_state": 3}
+    RandomFeatureVotingClassifier(**params).fit(X, y, checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(method 'rff' in the "
+                                         r"checkpoint, 'nystroem' now; template .*; "
+                                         r"template_class 'RandomFourierFeatures' in the "
+                                         r"checkpoint, 'Nystroem' now\): refused"):
+        RandomFeatureVotingClassifier(method="nystroem", **params).fit(X, y, checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(classes \[0, 1\] in the "
+                                         r"checkpoint, \[0, 1, 2\] now; classes None in the "
+                                         r"checkpoint, \[0, 1, 2\] now\): refused"):
+        RandomFeatureVotingClassifier(classes=[0, 1, 2], **params).fit(X, y, checkpoint=kept)
+
+
 def test_a_directory_of_other_files_is_not_taken_for_a_checkpoint(tmp_path):
     X, y = _data()
     theirs = tmp_path / "theirs"
