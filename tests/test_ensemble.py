@@ -1586,3 +1586,13 @@ def test_fit_on_a_sparse_matrix_trains_the_model_of_its_dense_rows(digits, strat
     model = RandomFeatureVotingClassifier(**params).fit(sp.csr_matrix(Xtr[:300]), ytr[:300])
     assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(Xtr[:300],
                                                                          ytr[:300]))
+
+
+def test_full_strategy_names_a_bad_value_by_the_users_own_row_block():
+    # a dask X of one block per file: the error names the block the user made (the full
+    # strategy keeps the user's blocks; only the partition strategy rechunks)
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    X[27, 1] = np.nan  # block 2 of 4 (rows 20..29)
+    Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(np.arange(40) % 2, chunks=10)
+    with pytest.raises(PartitionInputError, match=r"partition 2, local row 7, global row 27"):
+        RandomFeatureVotingClassifier(n_voters=2, n_components=8, random_state=0).fit(Xd, yd)
