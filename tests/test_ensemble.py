@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import zipfile
 from pathlib import Path
@@ -580,11 +581,51 @@ def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit,
     ({"strategy": "bags"}, "strategy must be one of 'full', 'partition'"),
     ({"C": -1}, "C must be a positive number"),
     ({"method": "nope"}, "Unknown method 'nope'"),
+    # a typo in a solver's name, or something that is no classifier, is named as given
+    ({"estimator": "newtno"}, re.escape("estimator must be one of 'auto', 'newton', 'primal', "
+                                        "'dual', 'sgd'; got 'newtno'.")),
+    ({"estimator": None}, re.escape("estimator must be one of ('auto', 'newton', 'primal', "
+                                    "'dual', 'sgd') or a classifier, got None.")),
+    ({"method": 3}, re.escape("method must be a --method name or a dkrp projector, got 3.")),
+    # C is refused where a linear SVM has no meaning: 0 (no loss term), inf, NaN, text read
+    # from a config file, a bool
+    ({"C": 0}, r"^C must be a positive number, got 0\.$"),
+    ({"C": np.inf}, r"^C must be a positive number, got inf\.$"),
+    ({"C": np.nan}, r"^C must be a positive number, got nan\.$"),
+    ({"C": "1.0"}, r"^C must be a positive number, got '1\.0'\.$"),
+    ({"C": True}, r"^C must be a positive number, got True\.$"),
 ])
 def test_bad_parameters(digits, params, message):
     Xtr, ytr, _, _ = digits
     with pytest.raises(ValueError, match=message):
         RandomFeatureVotingClassifier(**params).fit(Xtr, ytr)
+
+
+def test_a_c_from_a_numpy_grid_trains_checkpoints_and_saves_as_that_number(digits, tmp_path):
+    # GridSearchCV(param_grid={"C": np.arange(1, 4)}) or np.logspace hands out numpy
+    # scalars: they were refused ("C must be a positive number, got np.int64(2)")
+    Xtr, ytr, _, _ = digits
+    ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20, C=2.0,
+                                        random_state=0).fit(Xtr[:300], ytr[:300])
+    for C in (np.int64(2), np.float32(2.0)):
+        name = type(C).__name__
+        model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, C=C,
+                                              random_state=0)
+        model.fit(Xtr[:300], ytr[:300], checkpoint=tmp_path / f"kept-{name}")
+        assert _same_coefs(model, ref)
+        model.save(tmp_path / name)
+        assert dkrp.load(tmp_path / name).C == 2
+
+
+def test_one_voter_of_one_feature_is_an_ensemble_too(digits):
+    # n_voters=1 is the single random-feature SVM an ensemble is compared with, and a
+    # sweep over D may start at one feature: both are the smallest values allowed
+    Xtr, ytr, Xte, _ = digits
+    keep = ytr < 2
+    model = RandomFeatureVotingClassifier(n_voters=1, n_components=1, random_state=0)
+    model.fit(Xtr[keep], ytr[keep])
+    assert model.n_voters_ == 1 and model.estimators_[0][0].n_components == 1
+    assert np.array_equal(model.predict(Xte), model.estimators_[0].predict(Xte))
 
 
 def test_bad_input(digits):
@@ -1006,12 +1047,34 @@ def test_partition_refuses_before_any_work_what_cannot_train():
                                          r"use n_voters=9 or fewer, or strategy='full'"):
         RandomFeatureVotingClassifier(n_voters=10, strategy="partition",
                                       random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=r"^3 rows cannot make 4 partition voters \(one row "
+                                         r"block each\): use n_voters=3 or fewer, or "
+                                         r"strategy='full'\.$"):
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", random_state=0).fit(
+            da.from_array(X[:3], chunks=(1, 3)), da.from_array(y[:3], chunks=1))
+    # the blockwise voter itself refuses other blocks than voters (fit rechunks dask input
+    # to n_voters blocks first, below)
+    from dkrp.ensemble.training import _blockwise_class
+
     Xd, yd = da.from_array(X, chunks=(3, 3)), da.from_array(np.arange(9) % 2, chunks=3)
     with pytest.raises(ValueError, match=r"3 row blocks for 4 voters.*Set n_voters to the "
                                          r"number of row blocks \(3\), or rechunk X \(and "
                                          r"y\) to 4 row blocks\.$"):
-        RandomFeatureVotingClassifier(n_voters=4, strategy="partition",
-                                      random_state=0).fit(Xd, yd)
+        _blockwise_class()(voters=[None] * 4).fit_tasks(Xd, yd)
+
+
+def test_partition_splits_dask_input_into_the_blocks_of_numpy_input():
+    # dask X in another number of blocks than voters is rechunked into the blocks numpy
+    # input is split into: 9 rows in 3 blocks made 3 blocks of ceil(9/4) = 3 rows, "3 row
+    # blocks for 4 voters", and 10 rows a last block of 1 row (one class only)
+    rng = np.random.default_rng(0)
+    for n, block, sizes in ((9, 3, [3, 2, 2, 2]), (10, 5, [3, 3, 2, 2]), (40, 7, [10] * 4)):
+        X, y = rng.standard_normal((n, 3)), np.arange(n) % 2
+        params = {"n_voters": 4, "strategy": "partition", "n_components": 8, "random_state": 0}
+        lazy = RandomFeatureVotingClassifier(**params).fit(
+            da.from_array(X, chunks=(block, 3)), da.from_array(y, chunks=block))
+        assert [info["n_rows"] for info in lazy.voter_info_] == sizes
+        assert _same_coefs(lazy, RandomFeatureVotingClassifier(**params).fit(X, y))
 
 
 # -- the partition strategy's tasks (mutation run of ensemble/training.py) -----------------
@@ -1300,3 +1363,280 @@ def test_voter_info_says_which_voters_stopped_at_their_iteration_limit(digits):
         assert info["converged"] is True
         assert 1 <= info["n_iter"] <= PrimalLinearSVC().max_iter
         assert 0 < info["seconds"] <= newton.fit_seconds_
+
+
+# -- fit's own steps (mutation run of ensemble/classifier.py) --------------------------------
+
+
+def test_retries_must_be_a_count_of_extra_attempts(digits):
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    with pytest.raises(ValueError, match=r"^retries must be >= 0, got -1\.$"):
+        model.fit(Xtr, ytr, retries=-1)
+    with pytest.raises(ValueError, match=r"^retries must be an integer, got 1\.5 of type "
+                                         r"float\.$"):
+        model.fit(Xtr, ytr, retries=1.5)
+
+
+def test_fit_is_quiet_by_default_and_shows_a_bar_of_voters_when_asked(digits, capsys):
+    # a batch job's log gets no progress bar unless asked for; progress=True draws voters
+    # done / total and ends the bar's line, also when the fit fails (the error is not
+    # printed at the end of a half-drawn bar)
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=20, random_state=0)
+    model.fit(Xtr[:300], ytr[:300])
+    assert capsys.readouterr().err == ""
+    model.fit(Xtr[:300], ytr[:300], progress=True)
+    err = capsys.readouterr().err
+    assert "voters: 100%" in err and "3/3" in err and err.endswith("\n")
+    X = np.random.default_rng(0).standard_normal((9, 3))
+    y = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0])  # block 2 of 4 holds class 1 only
+    with pytest.raises(ValueError, match="holds one class only") as info:
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
+                                      random_state=0).fit(X, y, progress=True)
+    err = capsys.readouterr().err  # (info keeps fit's frame, and so its bar, alive)
+    assert "0/4" in err and err.endswith("\n"), (err, info)
+
+
+def test_fit_trains_on_the_default_client_when_none_is_given(digits):
+    # a notebook's Client() is the default client: fit trains its voters there
+    from distributed import Client
+
+    Xtr, ytr, _, _ = digits
+    # (not named client or cluster: those are conftest.py's worker-process fixtures, and
+    # the fast set's selection reads the names a test uses)
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as local, \
+            Client(local) as default:
+        workers = set(default.scheduler_info()["workers"])
+        model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+        model.fit(Xtr[:300], ytr[:300])
+    assert len(workers) == 1 and [i["worker"] for i in model.voter_info_] == [*workers] * 2
+
+
+def test_sgd_voters_are_regularised_for_the_rows_each_trains_on(digits):
+    # "sgd" is SGDClassifier(alpha=1/(C n)), the SVM's objective for C only when n is the
+    # number of rows the voter fits: all rows, or a row block (ceil(n/k), the longest
+    # block, for every partition voter: 601 rows in 4 blocks are 151, 150, 150, 150)
+    Xtr, ytr, _, _ = digits
+    X, y = Xtr[:601], ytr[:601]
+    full = RandomFeatureVotingClassifier(n_voters=2, n_components=20, C=2.0, estimator="sgd",
+                                         random_state=0).fit(X, y)
+    assert [p[-1].alpha for p in full.estimators_] == [1.0 / (2.0 * 601)] * 2
+    part = RandomFeatureVotingClassifier(n_voters=4, n_components=20, C=2.0, estimator="sgd",
+                                         strategy="partition", random_state=0).fit(X, y)
+    assert [i["n_rows"] for i in part.voter_info_] == [151, 150, 150, 150]
+    assert [p[-1].alpha for p in part.estimators_] == [1.0 / (2.0 * 151)] * 4
+
+
+def test_fit_seconds_is_the_wall_time_of_the_fit(digits):
+    import time
+
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    t0 = time.perf_counter()
+    model.fit(Xtr[:300], ytr[:300])
+    assert 0 < model.fit_seconds_ <= time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("strategy", ["full", "partition"])
+def test_gamma_scale_is_one_width_from_all_training_rows_for_the_templates_kernel(
+        digits, strategy):
+    # gamma="scale" is scikit-learn's SVC width over all training rows (not a voter's own
+    # block): 1/(d Var X) for the Gaussian kernel (rff's default) and 1/(d Std X) for the
+    # Laplacian, every voter the same kernel
+    Xtr, ytr = digits[0][:600], digits[1][:600]
+    d = Xtr.shape[1]
+    for method, expected in (("rff", 1.0 / (d * Xtr.var())),
+                             (dkrp.RandomFourierFeatures(kernel="laplacian", gamma="scale"),
+                              1.0 / (d * Xtr.std()))):
+        model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, method=method,
+                                              strategy=strategy, random_state=0)
+        model.fit(Xtr, ytr)
+        assert [p[0].gamma for p in model.estimators_] == pytest.approx([expected] * 2,
+                                                                        rel=1e-12)
+
+
+# -- predict on dask arrays (mutation run of ensemble/classifier.py) --------------------------
+
+
+@pytest.mark.parametrize("voting", ["hard", "soft"])
+def test_dask_predict_is_lazy_declares_what_it_computes_and_equals_numpy(digits, voting):
+    # a dask array read from a store chunked by columns too (here 2 column blocks): each
+    # answer is lazy, one task per row block, its declared shape, blocks and dtype are
+    # those computed (later dask steps plan with them), and the values are numpy's
+    Xtr, ytr, Xte, _ = digits
+    X = Xte[:400]
+    Xd = da.from_array(X, chunks=(100, 32))
+    labels = np.array(list("abcdefghij"))  # string labels: the classes' dtype is kept
+    for y in (ytr, labels[ytr]):
+        model = RandomFeatureVotingClassifier(n_voters=3, n_components=30, voting=voting,
+                                              random_state=0).fit(Xtr, y)
+        for what, expected in (("predict", model.predict(X)),
+                               ("predict_voters", model.predict_voters(X)),
+                               ("decision_function", model.decision_function(X))):
+            lazy = getattr(model, what)(Xd)
+            assert isinstance(lazy, da.Array), what
+            assert lazy.chunks == ((100,) * 4, *((s,) for s in expected.shape[1:])), what
+            assert lazy.dtype == expected.dtype, what
+            got = lazy.compute(scheduler="sync")
+            assert got.dtype == expected.dtype, what
+            np.testing.assert_array_equal(got, expected, err_msg=what)
+    binary = ytr < 2
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=30, voting=voting,
+                                          random_state=0).fit(Xtr[binary], ytr[binary])
+    lazy = model.decision_function(Xd)  # a binary problem scores classes_[1] only
+    assert lazy.chunks == ((100,) * 4,) and lazy.dtype == np.float64
+    np.testing.assert_array_equal(lazy.compute(scheduler="sync"), model.decision_function(X))
+
+
+def test_predict_names_a_bad_value_or_shape_of_numpy_and_dask_input_alike(digits):
+    Xtr, ytr, Xte, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    model.fit(Xtr, ytr)
+    bad = Xte[:100].copy()
+    bad[13, 4] = np.nan
+    with pytest.raises(ValueError, match=r"^Input X contains NaN \(at row 13\)\.$"):
+        model.predict(bad)
+    with pytest.raises(ValueError, match=r"^X has 63 features, but "
+                                         r"RandomFeatureVotingClassifier is expecting 64 "
+                                         r"features as input\.$"):
+        model.predict(da.from_array(Xte[:, :63]))
+    # one sample as a 1-D array
+    with pytest.raises(ValueError, match=r"^Expected 2D array, got 1D array instead\.$"):
+        model.predict(da.from_array(Xte[0]))
+
+
+# -- parameters reaching the voters, labels (mutation run of ensemble/classifier.py) ----------
+
+
+def test_parameters_reach_each_voter_from_a_method_name_or_a_template(digits):
+    # n_components and gamma given to the ensemble are each voter's, over a template's own
+    # (and without them the template's are kept); a given classifier gets voter i's model
+    # seed; nystroem, which has no "scale", keeps its own default width
+    from sklearn.linear_model import LogisticRegression
+
+    Xtr, ytr = digits[0][:300], digits[1][:300]
+    for method in ("rff", dkrp.RandomFourierFeatures(n_components=7, gamma=3.0)):
+        model = RandomFeatureVotingClassifier(
+            n_voters=2, method=method, n_components=30, gamma=0.25, random_state=4,
+            estimator=LogisticRegression(max_iter=500)).fit(Xtr, ytr)
+        assert [(p[0].n_components, p[0].gamma) for p in model.estimators_] == [(30, 0.25)] * 2
+        assert [p[-1].random_state for p in model.estimators_] == [voter_seeds(4, i)[1]
+                                                                   for i in range(2)]
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, method=dkrp.RandomFourierFeatures(n_components=7, gamma=3.0),
+        n_components=None, random_state=4).fit(Xtr, ytr)
+    assert [(p[0].n_components, p[0].gamma) for p in model.estimators_] == [(7, 3.0)] * 2
+    model = RandomFeatureVotingClassifier(n_voters=2, method="nystroem", n_components=30,
+                                          random_state=4).fit(Xtr, ytr)
+    assert [p[0].gamma for p in model.estimators_] == [None] * 2
+
+
+def test_labels_outside_classes_or_of_one_class_are_refused_naming_them(digits):
+    Xtr, ytr, _, _ = digits
+    keep = ytr < 5
+    for X, y in ((Xtr[keep], ytr[keep]), (da.from_array(Xtr[keep], chunks=(200, -1)),
+                                          da.from_array(ytr[keep], chunks=200))):
+        with pytest.raises(ValueError, match=r"^y holds labels \[3, 4\] not in "
+                                             r"classes=\[0, 1, 2\]\.$"):
+            RandomFeatureVotingClassifier(n_voters=2, classes=[2, 1, 0]).fit(X, y)
+    with pytest.raises(ValueError, match=r"^The training labels hold one class only \(\[7\]\); "
+                                         r"a classifier needs at least two\.$"):
+        RandomFeatureVotingClassifier(n_voters=2).fit(Xtr[:10], np.full(10, 7))
+
+
+def test_the_defaults_are_the_documented_ones():
+    # a script that gives no parameter trains the thesis' ensemble: 13 voters of 500 rff
+    # features (gamma "scale"), C=1, the fastest solver, a hard vote, every voter on all rows
+    assert RandomFeatureVotingClassifier().get_params() == {
+        "n_voters": 13, "method": "rff", "n_components": 500, "gamma": None, "C": 1.0,
+        "estimator": "auto", "voting": "hard", "strategy": "full", "classes": None,
+        "random_state": None}
+    params = {"n_voters": 3, "method": "nystroem", "n_components": 40, "gamma": 0.5, "C": 2.0,
+              "estimator": "dual", "voting": "soft", "strategy": "partition",
+              "classes": [0, 1], "random_state": 7}
+    assert RandomFeatureVotingClassifier(**params).get_params() == params
+
+
+def test_a_column_vector_of_labels_is_taken_with_scikit_learns_warning(digits):
+    # y as a one-column frame or array (df[["label"]]): scikit-learn's estimators warn
+    # and ravel it; so does the ensemble, and it trains as on the 1-D labels
+    from sklearn.exceptions import DataConversionWarning
+
+    Xtr, ytr, _, _ = digits
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    with pytest.warns(DataConversionWarning, match="A column-vector y was passed"):
+        model.fit(Xtr[:300], ytr[:300, None])
+    ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
+                                        random_state=0).fit(Xtr[:300], ytr[:300])
+    assert _same_coefs(model, ref)
+
+
+def test_dask_training_input_is_checked_as_numpy_input_is(digits):
+    # fit on a dask X names what is wrong before any voter runs, with numpy's words where
+    # there are some; labels in memory beside a dask X, and X chunked by columns, train
+    # the model numpy input trains
+    Xtr, ytr, _, _ = digits
+    X, y = Xtr[:300], ytr[:300]
+    Xd, yd = da.from_array(X, chunks=(100, 32)), da.from_array(y, chunks=100)
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=20, random_state=0)
+    for bad_X, bad_y, message in (
+            (Xd[:, 0], yd, r"^Expected 2D array, got 1D array instead\.$"),
+            (Xd, da.stack([yd, yd], axis=1),
+             r"^y should be a 1d array, got an array of shape \(300, 2\) instead\.$"),
+            (Xd[Xd[:, 10] > 0.5], yd, r"^X has unknown chunk sizes; call "
+                                      r"X\.compute_chunk_sizes\(\) first\.$"),
+            (Xd, yd[:-1], r"^Found input variables with inconsistent numbers of samples: "
+                          r"\[300, 299\]$"),
+            (Xd.astype(str), yd, r"^dask array X must be numeric, got dtype <U32\.$")):
+        with pytest.raises(ValueError, match=message):
+            model.fit(bad_X, bad_y)
+    for strategy in ("full", "partition"):
+        ref = RandomFeatureVotingClassifier(n_voters=2, n_components=20, strategy=strategy,
+                                            random_state=0).fit(X, y)
+        for y_given in (yd, y):
+            lazy = RandomFeatureVotingClassifier(n_voters=2, n_components=20,
+                                                 strategy=strategy, random_state=0)
+            assert _same_coefs(lazy.fit(Xd, y_given), ref), strategy
+
+
+def test_full_strategy_reads_dask_input_once_for_all_voters(digits):
+    # a dask X read from files (or a store) is read once and every voter trains on those
+    # rows, not read again by each of the voters (13 reads of the data by default)
+    import dask
+
+    Xtr, ytr, _, _ = digits
+    reads = []
+
+    def read(i):
+        reads.append(i)
+        return Xtr[100 * i:100 * (i + 1)]
+
+    Xd = da.concatenate([da.from_delayed(dask.delayed(read)(i), shape=(100, 64),
+                                         dtype=Xtr.dtype) for i in range(3)])
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=20, gamma=0.1,
+                                          random_state=0)
+    model.fit(Xd, da.from_array(ytr[:300], chunks=100))
+    assert sorted(reads) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("strategy", ["full", "partition"])
+def test_fit_on_a_sparse_matrix_trains_the_model_of_its_dense_rows(digits, strategy):
+    # svmlight files (w8a, rcv1) load as CSR: the voters train on them as they are
+    import scipy.sparse as sp
+
+    Xtr, ytr, _, _ = digits
+    params = {"n_voters": 2, "n_components": 20, "strategy": strategy, "random_state": 0}
+    model = RandomFeatureVotingClassifier(**params).fit(sp.csr_matrix(Xtr[:300]), ytr[:300])
+    assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(Xtr[:300],
+                                                                         ytr[:300]))
+
+
+def test_full_strategy_names_a_bad_value_by_the_users_own_row_block():
+    # a dask X of one block per file: the error names the block the user made (the full
+    # strategy keeps the user's blocks; only the partition strategy rechunks)
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    X[27, 1] = np.nan  # block 2 of 4 (rows 20..29)
+    Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(np.arange(40) % 2, chunks=10)
+    with pytest.raises(PartitionInputError, match=r"partition 2, local row 7, global row 27"):
+        RandomFeatureVotingClassifier(n_voters=2, n_components=8, random_state=0).fit(Xd, yd)

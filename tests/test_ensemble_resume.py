@@ -80,6 +80,17 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
+def test_a_fit_that_keeps_its_voters_retries_them_too(tmp_path):
+    # a long job passes both: a transient error is retried, and every voter is kept
+    X, y = _data()
+    state, kept = tmp_path / "state", tmp_path / "kept"
+    model = _model(_faulty(X, 40, state)).fit(X, y, retries=1, checkpoint=kept)
+    assert len(fault_pids(state)) == 1  # voter 2 failed once, then trained
+    assert sorted(p.name for p in kept.glob("voter-*.npz")) == [f"voter-{i}.npz"
+                                                                 for i in range(4)]
+    _same_voters(model, _model(_faulty(X, 40, state)).fit(X, y))
+
+
 # --- the final failure, in one line ----------------------------------------------------------
 
 
@@ -129,8 +140,8 @@ def test_a_rerun_trains_only_the_missing_voters_and_gives_the_uninterrupted_mode
     stamps = {p.name: p.stat().st_mtime_ns for p in kept.iterdir()}
     done = []
     model = _model(_faulty(X, 40, state)).fit(X, y, checkpoint=kept,
-                                              progress=lambda n, total: done.append(n))
-    assert done == [3, 4]  # three kept, one trained
+                                              progress=lambda n, total: done.append((n, total)))
+    assert done == [(3, 4), (4, 4)]  # three kept, one trained
     assert {p.name: p.stat().st_mtime_ns for p in kept.iterdir() if p.name in stamps} == stamps
     assert (kept / "voter-2.json").is_file()
     # an uninterrupted fit (the fault is used up) gives the same voters, bit for bit; and
@@ -158,7 +169,29 @@ def test_a_checkpoint_of_another_job_is_refused_naming_what_differs(tmp_path):
         _model(_faulty(X, 40, tmp_path / "state"), C=2.0).fit(X, y, checkpoint=kept)
     with pytest.raises(ValueError, match=r"another training job \(data sha256 '"):
         _model(_faulty(X, 40, tmp_path / "state")).fit(X * 2, y, checkpoint=kept)
+    # the same rows with labels corrected: voters of the old labels are not reused
+    with pytest.raises(ValueError, match=r"another training job \(data sha256 '"):
+        _model(_faulty(X, 40, tmp_path / "state")).fit(X, 1 - y, checkpoint=kept)
     assert sorted(p.name for p in kept.iterdir()) == before
+
+
+def test_a_checkpoint_refused_for_another_method_or_classes_names_each_difference(tmp_path):
+    # the user changed the method, or named more classes, and kept the checkpoint folder:
+    # the refusal names each part of the job that differs (the params, the template's own
+    # params and class, the labels the voters are trained for)
+    X, y = _data()
+    kept = tmp_path / "kept"
+    params = {"n_voters": 2, "n_components": 10, "gamma": 0.5, "random_state": 3}
+    RandomFeatureVotingClassifier(**params).fit(X, y, checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(method 'rff' in the "
+                                         r"checkpoint, 'nystroem' now; template .*; "
+                                         r"template_class 'RandomFourierFeatures' in the "
+                                         r"checkpoint, 'Nystroem' now\): refused"):
+        RandomFeatureVotingClassifier(method="nystroem", **params).fit(X, y, checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(classes \[0, 1\] in the "
+                                         r"checkpoint, \[0, 1, 2\] now; classes None in the "
+                                         r"checkpoint, \[0, 1, 2\] now\): refused"):
+        RandomFeatureVotingClassifier(classes=[0, 1, 2], **params).fit(X, y, checkpoint=kept)
 
 
 def test_a_directory_of_other_files_is_not_taken_for_a_checkpoint(tmp_path):

@@ -10,6 +10,7 @@ per row block) on dask input. The vote itself and its tie rule are in
 
 from __future__ import annotations
 
+import numbers
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from .training import (
     checked_block,
     fit_full,
     fit_partition,
+    partition_sizes,
     progress_callback,
 )
 from .voters import (
@@ -125,7 +127,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         elif not hasattr(self.estimator, "fit"):
             raise InvalidInputError(f"estimator must be one of {SOLVERS} or a classifier, got "
                                     f"{self.estimator!r}.")
-        if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
+        # numbers.Real: a C from a numpy grid (GridSearchCV over np.arange or np.logspace
+        # hands out numpy scalars) is a number too; a bool is not
+        if (isinstance(self.C, bool) or not isinstance(self.C, numbers.Real)
+                or not (np.isfinite(self.C) and self.C > 0)):
             raise InvalidInputError(f"C must be a positive number, got {self.C!r}.")
 
     def _template(self):
@@ -288,10 +293,9 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         if len(X.chunks[1]) != 1:
             X = X.rechunk({1: -1})
         if self.strategy == "partition" and len(X.chunks[0]) != self.n_voters:
-            n = int(X.shape[0])
-            if n < self.n_voters:
-                raise InvalidInputError(f"{n} rows cannot make {self.n_voters} partition voters.")
-            X = X.rechunk({0: -(-n // self.n_voters)})
+            # the blocks numpy input is split into (9 rows, 4 voters: 3, 2, 2, 2): blocks of
+            # ceil(n / n_voters) rows made 3 blocks of 9 rows, or a last block of 1 of 10
+            X = X.rechunk({0: partition_sizes(int(X.shape[0]), self.n_voters)})
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk((X.chunks[0],))
         offsets = row_offsets(X.chunks[0])
