@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import dask
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,10 +63,15 @@ def cluster_address():
 # --- retries ---------------------------------------------------------------------------------
 
 
-def test_a_voter_that_fails_once_is_retried_in_this_process(tmp_path):
+def test_a_voter_that_fails_once_is_retried_in_this_process(tmp_path, caplog):
     X, y = _data()
-    model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, retries=1)
+    with caplog.at_level("WARNING", logger="dkrp.ensemble.training"):
+        model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, retries=1)
     assert len(fault_pids(tmp_path / "state")) == 1  # it did fail, once
+    # the log says which voter was retried, which attempt failed and why
+    assert [r.getMessage() for r in caplog.records] == [
+        "voter 2 failed (attempt 1 of 2), retrying: OSError(5, 'Input/output error "
+        "(injected by dkrp.testing.faulty)')"]
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
@@ -78,6 +84,18 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
                                                                   retries=1)
     assert len(fault_pids(tmp_path / "state")) == 1
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
+
+
+def test_bad_input_is_refused_at_once_whatever_the_retries(caplog):
+    # a row block of one class (dask input, found by its voter) cannot train on any
+    # attempt: retries=3 must not train it three more times before saying so
+    X, y = _data()
+    y[40:60] = 1
+    Xd, yd = da.from_array(X, chunks=(20, 5)), da.from_array(y, chunks=20)
+    with caplog.at_level("WARNING", logger="dkrp.ensemble.training"), \
+            pytest.raises(ValueError, match=r"^Voter 2 was given one class only"):
+        _model(dkrp.PolynomialRandomProjection(n_components=20)).fit(Xd, yd, retries=3)
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
 
 
 # --- the final failure, in one line ----------------------------------------------------------
@@ -93,6 +111,18 @@ def test_a_voters_final_failure_names_the_voter_its_attempts_and_cause(tmp_path)
     assert (info.value.voter, info.value.attempts) == (2, 2)
     assert isinstance(info.value.__cause__, OSError)
     assert len(fault_pids(tmp_path / "state")) == 2
+
+
+def test_a_full_strategy_voters_failure_names_the_voter_without_rows(tmp_path):
+    # every voter of the "full" strategy sees all rows: no partition or rows to name
+    X, y = _data()
+    model = RandomFeatureVotingClassifier(n_voters=1, method=_faulty(X, 0, tmp_path, times=0),
+                                          n_components=None, random_state=3)
+    with pytest.raises(VoterError) as info:
+        model.fit(X, y)
+    assert str(info.value) == (
+        "Voter 0 failed after 1 attempt: OSError: [Errno 5] Input/output error (injected by "
+        "dkrp.testing.faulty) (or pass retries=N if the error is transient).")
 
 
 def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
@@ -129,8 +159,8 @@ def test_a_rerun_trains_only_the_missing_voters_and_gives_the_uninterrupted_mode
     stamps = {p.name: p.stat().st_mtime_ns for p in kept.iterdir()}
     done = []
     model = _model(_faulty(X, 40, state)).fit(X, y, checkpoint=kept,
-                                              progress=lambda n, total: done.append(n))
-    assert done == [3, 4]  # three kept, one trained
+                                              progress=lambda n, total: done.append((n, total)))
+    assert done == [(3, 4), (4, 4)]  # three kept, one trained, of four
     assert {p.name: p.stat().st_mtime_ns for p in kept.iterdir() if p.name in stamps} == stamps
     assert (kept / "voter-2.json").is_file()
     # an uninterrupted fit (the fault is used up) gives the same voters, bit for bit; and
