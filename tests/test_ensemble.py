@@ -997,14 +997,26 @@ def test_partition_trains_with_fewer_rows_per_block_than_ceil_division_gives():
 def test_partition_refuses_before_any_work_what_cannot_train():
     X = np.random.default_rng(0).standard_normal((9, 3))
     y = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0])  # block 2 (rows 5..6) holds class 1 only
-    with pytest.raises(ValueError, match=r"Row block 2 \(rows 5\.\.6\) holds one class only "
-                                         r"\(1\): .*fewer voters"):
+    # the whole message: what is wrong, where, and the three ways out
+    with pytest.raises(ValueError) as info:
         RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
                                       random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match=r"9 rows cannot make 10 partition voters.*"
-                                         r"use n_voters=9 or fewer, or strategy='full'"):
+    assert str(info.value) == (
+        "Row block 2 (rows 5..6) holds one class only (1): its partition voter cannot learn "
+        "a classifier. Shuffle the rows, use fewer voters (larger blocks), or "
+        "strategy='full'.")
+    with pytest.raises(ValueError) as info:
         RandomFeatureVotingClassifier(n_voters=10, strategy="partition",
                                       random_state=0).fit(X, y)
+    assert str(info.value) == (
+        "9 rows cannot make 10 partition voters (one row block each): use n_voters=9 or "
+        "fewer, or strategy='full'.")
+    # as many rows as voters is a partition (of one row each), which cannot train for its
+    # one class per block, not for too few rows
+    with pytest.raises(ValueError, match=r"^Row block 0 \(rows 0\.\.0\) holds one class only "
+                                         r"\(0\): "):
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
+                                      random_state=0).fit(X[:4], y[:4])
     Xd, yd = da.from_array(X, chunks=(3, 3)), da.from_array(np.arange(9) % 2, chunks=3)
     with pytest.raises(ValueError, match=r"3 row blocks for 4 voters.*Set n_voters to the "
                                          r"number of row blocks \(3\), or rechunk X \(and "
