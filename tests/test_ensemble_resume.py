@@ -79,7 +79,9 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
     from distributed import Client
 
     X, y = _data()
-    with Client(cluster_address) as in_process:
+    # a client that is not dask's default one (a library holding its own): the voters'
+    # futures are gathered on its loop
+    with Client(cluster_address, set_as_default=False) as in_process:
         model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, client=in_process,
                                                                   retries=1)
     assert len(fault_pids(tmp_path / "state")) == 1
@@ -135,6 +137,27 @@ def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
         "Voter 1 (partition 1, rows 20..39) failed after 1 attempt: OSError: [Errno 5] "
         "Input/output error (injected by dkrp.testing.faulty) (or pass retries=N if the "
         "error is transient).")
+
+
+def _voter_tasks(dask_scheduler=None):
+    return sorted(str(k) for k in dask_scheduler.tasks if str(k).startswith("dkrp-voter-"))
+
+
+def test_without_a_checkpoint_a_voters_failure_cancels_the_others_on_a_cluster(
+        tmp_path, cluster_address):
+    # nothing keeps the other voters' work: once one has failed, the cluster stops
+    # training them (they sleep 1 s before their map, so they are still running or
+    # queued when voter 1 fails) instead of going on for a model that will not be
+    from distributed import Client
+
+    X, y = _data()
+    faulty = FaultyProjection(n_components=20, trigger=float(X[20, 0]), times=0,
+                              state_dir=str(tmp_path / "state"), delay=1.0)
+    with Client(cluster_address, set_as_default=False) as in_process:
+        with pytest.raises(VoterError, match="^Voter 1 "):
+            _model(faulty).fit(X, y, client=in_process)
+        # (the error's traceback, held here, still refers to the voters' futures)
+        assert in_process.run_on_scheduler(_voter_tasks) == []
 
 
 # --- resuming --------------------------------------------------------------------------------
