@@ -994,6 +994,22 @@ def test_partition_trains_with_fewer_rows_per_block_than_ceil_division_gives():
     assert [info["partition"] for info in model.voter_info_] == [0, 1, 2, 3]
 
 
+def test_partition_of_a_sparse_matrix_trains_the_voters_of_its_dense_rows(digits):
+    # libsvm data (w8a, ...) is read as CSR: its row blocks stay sparse matrices, and
+    # each voter is the one the same rows, dense, train (the maps and solvers read
+    # both exactly alike); the blockwise estimator keeps the vote and classes asked for
+    import scipy.sparse as sp
+
+    Xtr, ytr, _, _ = digits
+    params = dict(n_voters=3, strategy="partition", n_components=20, random_state=0,
+                  voting="soft", classes=list(range(10)))
+    sparse = RandomFeatureVotingClassifier(**params).fit(sp.csr_matrix(Xtr[:300]), ytr[:300])
+    dense = RandomFeatureVotingClassifier(**params).fit(Xtr[:300], ytr[:300])
+    assert _same_coefs(sparse, dense)
+    assert [info["n_rows"] for info in sparse.voter_info_] == [100, 100, 100]
+    assert sparse.blockwise_.voting == "soft" and sparse.blockwise_.classes == list(range(10))
+
+
 def test_partition_refuses_before_any_work_what_cannot_train():
     X = np.random.default_rng(0).standard_normal((9, 3))
     y = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0])  # block 2 (rows 5..6) holds class 1 only

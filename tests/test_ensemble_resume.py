@@ -81,10 +81,13 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
     X, y = _data()
     # a client that is not dask's default one (a library holding its own): the voters'
     # futures are gathered on its loop
+    seen = []
     with Client(cluster_address, set_as_default=False) as in_process:
-        model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, client=in_process,
-                                                                  retries=1)
+        model = _model(_faulty(X, 40, tmp_path / "state")).fit(
+            X, y, client=in_process, retries=1,
+            progress=lambda done, total: seen.append((done, total)))
     assert len(fault_pids(tmp_path / "state")) == 1
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]  # a user's callback: done of total
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
@@ -125,6 +128,22 @@ def test_a_full_strategy_voters_failure_names_the_voter_without_rows(tmp_path):
     assert str(info.value) == (
         "Voter 0 failed after 1 attempt: OSError: [Errno 5] Input/output error (injected by "
         "dkrp.testing.faulty) (or pass retries=N if the error is transient).")
+
+
+def test_a_voters_final_failure_on_a_cluster_had_the_attempts_asked_for(tmp_path,
+                                                                        cluster_address):
+    # retries=1 is two attempts in all, made by the cluster (not two in each of its two)
+    from distributed import Client
+
+    X, y = _data()
+    with Client(cluster_address, set_as_default=False) as in_process, \
+            pytest.raises(VoterError) as info:
+        _model(_faulty(X, 40, tmp_path / "state", times=0)).fit(X, y, client=in_process,
+                                                                   retries=1)
+    assert str(info.value) == (
+        "Voter 2 (partition 2, rows 40..59) failed after 2 attempts: OSError: [Errno 5] "
+        "Input/output error (injected by dkrp.testing.faulty).")
+    assert len(fault_pids(tmp_path / "state")) == 2
 
 
 def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
