@@ -91,6 +91,25 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
+def test_a_full_strategy_voter_that_fails_once_is_retried_on_a_cluster(tmp_path,
+                                                                      cluster_address):
+    # "full": X and y are sent to the cluster once and every voter trains on all rows
+    from distributed import Client
+
+    X, y = _data()
+    seen = []
+
+    def model():
+        return RandomFeatureVotingClassifier(n_voters=2, method=_faulty(X, 0, tmp_path),
+                                             n_components=None, random_state=3)
+
+    with Client(cluster_address, set_as_default=False) as in_process:
+        there = model().fit(X, y, client=in_process, retries=1,
+                            progress=lambda done, total: seen.append((done, total)))
+    assert len(fault_pids(tmp_path)) == 1 and seen == [(1, 2), (2, 2)]
+    _same_voters(there, model().fit(X, y))  # as trained here (the fault is used up)
+
+
 def test_bad_input_is_refused_at_once_whatever_the_retries(caplog):
     # a row block of one class (dask input, found by its voter) cannot train on any
     # attempt: retries=3 must not train it three more times before saying so
