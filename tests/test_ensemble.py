@@ -761,6 +761,79 @@ def test_path_is_only_json_and_npz(saved):
         assert p.suffix in (".json", ".npz")
 
 
+# -- saving (mutation run of ensemble/persistence.py's save side) ---------------------------
+
+
+def test_save_makes_the_folders_of_a_new_path(saved, tmp_path):
+    # model.save("runs/2026-11-29/model") where runs/ does not exist yet
+    model, _ = saved
+    path = model.save(tmp_path / "runs" / "2026-11-29" / "model")
+    assert sorted(p.name for p in path.iterdir()) == ["dkrp.json", "voters.npz"]
+    assert _same_coefs(dkrp.load(path), model)
+
+
+def test_parameters_from_a_numpy_grid_save_as_plain_numbers(tmp_path):
+    # a grid search hands C (np.logspace), classes and a linear model's settings over as
+    # numpy values: saved as JSON numbers and lists, loaded as the same parameters
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).standard_normal((60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, n_components=10, C=np.logspace(-1, 1, 3)[0], random_state=0,
+        classes=np.array([0, 1, 2]),
+        estimator=LogisticRegression(C=np.float32(0.5), max_iter=np.int64(200))).fit(X, y)
+    model.save(tmp_path / "m")
+    params = json.loads((tmp_path / "m" / "dkrp.json").read_text())["params"]
+    assert (params["C"], params["classes"]) == (0.1, [0, 1, 2])
+    assert (params["estimator"]["params"]["C"], params["estimator"]["params"]["max_iter"]) \
+        == (0.5, 200)
+    loaded = dkrp.load(tmp_path / "m")
+    assert loaded.get_params(deep=False) == model.get_params(deep=False) | {
+        "classes": [0, 1, 2], "estimator": loaded.estimator}
+    assert loaded.estimator.get_params() == model.estimator.get_params()
+    assert np.array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_labels_that_need_pickle_are_refused_with_what_to_use(tmp_path):
+    X = np.random.default_rng(0).standard_normal((60, 4))
+    y = np.array(["no", "yes"], dtype=object)[(X[:, 0] > 0).astype(int)]  # a pandas column
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=10, random_state=0)
+    with pytest.raises(ValueError) as info:
+        model.fit(X, y).save(tmp_path / "m")
+    assert str(info.value) == ("Labels of dtype object cannot be saved without pickle; use "
+                               "integer or string labels.")
+    model.fit(X, y.astype(str)).save(tmp_path / "m")  # as the message says
+    assert dkrp.load(tmp_path / "m").predict(X[:3]).tolist() == model.predict(X[:3]).tolist()
+
+
+def test_save_refusals_say_what_is_there_and_what_to_do(saved, tmp_path):
+    model, path = saved
+    (tmp_path / "model").write_text("a user's file")
+    with pytest.raises(FileExistsError) as info:
+        model.save(tmp_path / "model")
+    assert str(info.value) == f"{tmp_path / 'model'} exists and is not a directory."
+    with pytest.raises(FileExistsError) as info:
+        model.save(path)
+    assert str(info.value) == (f"{path} already holds a saved model; pass overwrite=True to "
+                               "replace it.")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "dkrp.json").write_text('{"format": "mine"}')
+    with pytest.raises(FileExistsError) as info:
+        model.save(tmp_path / "theirs", overwrite=True)
+    assert str(info.value) == (
+        f"Refusing to replace {tmp_path / 'theirs' / 'dkrp.json'}: it is not the manifest of "
+        "a model dkrp saved. Move it away or choose another directory.")
+    (tmp_path / "arrays").mkdir()
+    (tmp_path / "arrays" / "voters.npz").write_text("a user's file")
+    with pytest.raises(FileExistsError) as info:
+        model.save(tmp_path / "arrays", overwrite=True)
+    assert str(info.value) == (
+        f"Refusing to replace {tmp_path / 'arrays' / 'voters.npz'}: {tmp_path / 'arrays'} "
+        "holds no saved model (dkrp.json), so the file is not dkrp's. Move it away or choose "
+        "another directory.")
+
+
 # -- the command line ------------------------------------------------------------------------
 
 
