@@ -807,6 +807,25 @@ def test_labels_that_need_pickle_are_refused_with_what_to_use(tmp_path):
     assert dkrp.load(tmp_path / "m").predict(X[:3]).tolist() == model.predict(X[:3]).tolist()
 
 
+def test_a_parameter_json_cannot_hold_fails_the_save_before_any_file_is_written(tmp_path):
+    # before: voters.npz was written first, and every later save to that folder was
+    # refused as replacing a file that is not dkrp's
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).standard_normal((60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, n_components=10, random_state=0,
+        estimator=LogisticRegression(random_state=np.random.RandomState(0))).fit(X, y)
+    with pytest.raises(TypeError) as info:
+        model.save(tmp_path / "m")
+    assert str(info.value) == "RandomState is not JSON serialisable"
+    assert list((tmp_path / "m").iterdir()) == []
+    model.set_params(estimator=LogisticRegression(random_state=0)).fit(X, y)
+    assert dkrp.load(model.save(tmp_path / "m")).predict(X[:3]).tolist() == \
+        model.predict(X[:3]).tolist()
+
+
 def test_save_refusals_say_what_is_there_and_what_to_do(saved, tmp_path):
     model, path = saved
     (tmp_path / "model").write_text("a user's file")
