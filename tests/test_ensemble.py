@@ -1086,6 +1086,16 @@ def test_partition_trains_with_fewer_rows_per_block_than_ceil_division_gives():
     assert [info["partition"] for info in model.voter_info_] == [0, 1, 2, 3]
 
 
+def test_full_strategy_of_dask_arrays_without_a_cluster_trains_the_numpy_voters(digits):
+    # a dataset store's dask arrays, fitted in this process: the rows are read once and
+    # every voter is the one the same rows as numpy train
+    Xtr, ytr, _, _ = digits
+    params = dict(n_voters=2, n_components=20, random_state=0)
+    lazy = RandomFeatureVotingClassifier(**params).fit(
+        da.from_array(Xtr[:200], chunks=(100, -1)), da.from_array(ytr[:200], chunks=100))
+    assert _same_coefs(lazy, RandomFeatureVotingClassifier(**params).fit(Xtr[:200], ytr[:200]))
+
+
 def test_partition_of_a_sparse_matrix_trains_the_voters_of_its_dense_rows(digits):
     # libsvm data (w8a, ...) is read as CSR: its row blocks stay sparse matrices, and
     # each voter is the one the same rows, dense, train (the maps and solvers read
