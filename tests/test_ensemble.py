@@ -297,7 +297,14 @@ def test_save_load_gives_identical_predictions(digits, saved):
     _, _, Xte, _ = digits
     model, path = saved
     assert sorted(p.name for p in path.iterdir()) == ["dkrp.json", "voters.npz"]
-    json.loads((path / "dkrp.json").read_text())
+    # what wrote the model, for whoever loads it elsewhere (numbers may differ across
+    # numpy and scikit-learn releases)
+    import sklearn
+
+    manifest = json.loads((path / "dkrp.json").read_text())
+    assert manifest["class"] == "RandomFeatureVotingClassifier"
+    assert manifest["versions"] == {"dkrp": dkrp.__version__, "numpy": np.__version__,
+                                    "scikit-learn": sklearn.__version__}
     loaded = dkrp.load(path)
     assert isinstance(loaded, RandomFeatureVotingClassifier)
     assert np.array_equal(loaded.predict(Xte), model.predict(Xte))
