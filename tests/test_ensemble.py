@@ -298,7 +298,14 @@ def test_save_load_gives_identical_predictions(digits, saved):
     _, _, Xte, _ = digits
     model, path = saved
     assert sorted(p.name for p in path.iterdir()) == ["dkrp.json", "voters.npz"]
-    json.loads((path / "dkrp.json").read_text())
+    # what wrote the model, for whoever loads it elsewhere (numbers may differ across
+    # numpy and scikit-learn releases)
+    import sklearn
+
+    manifest = json.loads((path / "dkrp.json").read_text())
+    assert manifest["class"] == "RandomFeatureVotingClassifier"
+    assert manifest["versions"] == {"dkrp": dkrp.__version__, "numpy": np.__version__,
+                                    "scikit-learn": sklearn.__version__}
     loaded = dkrp.load(path)
     assert isinstance(loaded, RandomFeatureVotingClassifier)
     assert np.array_equal(loaded.predict(Xte), model.predict(Xte))
@@ -803,6 +810,98 @@ def test_path_is_only_json_and_npz(saved):
         assert p.suffix in (".json", ".npz")
 
 
+# -- saving (mutation run of ensemble/persistence.py's save side) ---------------------------
+
+
+def test_save_makes_the_folders_of_a_new_path(saved, tmp_path):
+    # model.save("runs/2026-11-29/model") where runs/ does not exist yet
+    model, _ = saved
+    path = model.save(tmp_path / "runs" / "2026-11-29" / "model")
+    assert sorted(p.name for p in path.iterdir()) == ["dkrp.json", "voters.npz"]
+    assert _same_coefs(dkrp.load(path), model)
+
+
+def test_parameters_from_a_numpy_grid_save_as_plain_numbers(tmp_path):
+    # a grid search hands C (np.logspace), classes and a linear model's settings over as
+    # numpy values: saved as JSON numbers and lists, loaded as the same parameters
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).standard_normal((60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, n_components=10, C=np.logspace(-1, 1, 3)[0], random_state=0,
+        classes=np.array([0, 1, 2]),
+        estimator=LogisticRegression(C=np.float32(0.5), max_iter=np.int64(200))).fit(X, y)
+    model.save(tmp_path / "m")
+    params = json.loads((tmp_path / "m" / "dkrp.json").read_text())["params"]
+    assert (params["C"], params["classes"]) == (0.1, [0, 1, 2])
+    assert (params["estimator"]["params"]["C"], params["estimator"]["params"]["max_iter"]) \
+        == (0.5, 200)
+    loaded = dkrp.load(tmp_path / "m")
+    assert loaded.get_params(deep=False) == model.get_params(deep=False) | {
+        "classes": [0, 1, 2], "estimator": loaded.estimator}
+    assert loaded.estimator.get_params() == model.estimator.get_params()
+    assert np.array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_labels_that_need_pickle_are_refused_with_what_to_use(tmp_path):
+    X = np.random.default_rng(0).standard_normal((60, 4))
+    y = np.array(["no", "yes"], dtype=object)[(X[:, 0] > 0).astype(int)]  # a pandas column
+    model = RandomFeatureVotingClassifier(n_voters=2, n_components=10, random_state=0)
+    with pytest.raises(ValueError) as info:
+        model.fit(X, y).save(tmp_path / "m")
+    assert str(info.value) == ("Labels of dtype object cannot be saved without pickle; use "
+                               "integer or string labels.")
+    model.fit(X, y.astype(str)).save(tmp_path / "m")  # as the message says
+    assert dkrp.load(tmp_path / "m").predict(X[:3]).tolist() == model.predict(X[:3]).tolist()
+
+
+def test_a_parameter_json_cannot_hold_fails_the_save_before_any_file_is_written(tmp_path):
+    # before: voters.npz was written first, and every later save to that folder was
+    # refused as replacing a file that is not dkrp's
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).standard_normal((60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    model = RandomFeatureVotingClassifier(
+        n_voters=2, n_components=10, random_state=0,
+        estimator=LogisticRegression(random_state=np.random.RandomState(0))).fit(X, y)
+    with pytest.raises(TypeError) as info:
+        model.save(tmp_path / "m")
+    assert str(info.value) == "RandomState is not JSON serialisable"
+    assert list((tmp_path / "m").iterdir()) == []
+    model.set_params(estimator=LogisticRegression(random_state=0)).fit(X, y)
+    assert dkrp.load(model.save(tmp_path / "m")).predict(X[:3]).tolist() == \
+        model.predict(X[:3]).tolist()
+
+
+def test_save_refusals_say_what_is_there_and_what_to_do(saved, tmp_path):
+    model, path = saved
+    (tmp_path / "model").write_text("a user's file")
+    with pytest.raises(FileExistsError) as info:
+        model.save(tmp_path / "model")
+    assert str(info.value) == f"{tmp_path / 'model'} exists and is not a directory."
+    with pytest.raises(FileExistsError) as info:
+        model.save(path)
+    assert str(info.value) == (f"{path} already holds a saved model; pass overwrite=True to "
+                               "replace it.")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "dkrp.json").write_text('{"format": "mine"}')
+    with pytest.raises(FileExistsError) as info:
+        model.save(tmp_path / "theirs", overwrite=True)
+    assert str(info.value) == (
+        f"Refusing to replace {tmp_path / 'theirs' / 'dkrp.json'}: it is not the manifest of "
+        "a model dkrp saved. Move it away or choose another directory.")
+    (tmp_path / "arrays").mkdir()
+    (tmp_path / "arrays" / "voters.npz").write_text("a user's file")
+    with pytest.raises(FileExistsError) as info:
+        model.save(tmp_path / "arrays", overwrite=True)
+    assert str(info.value) == (
+        f"Refusing to replace {tmp_path / 'arrays' / 'voters.npz'}: {tmp_path / 'arrays'} "
+        "holds no saved model (dkrp.json), so the file is not dkrp's. Move it away or choose "
+        "another directory.")
+
+
 # -- the command line ------------------------------------------------------------------------
 
 
@@ -1036,17 +1135,55 @@ def test_partition_trains_with_fewer_rows_per_block_than_ceil_division_gives():
     assert [info["partition"] for info in model.voter_info_] == [0, 1, 2, 3]
 
 
+def test_full_strategy_of_dask_arrays_without_a_cluster_trains_the_numpy_voters(digits):
+    # a dataset store's dask arrays, fitted in this process: the rows are read once and
+    # every voter is the one the same rows as numpy train
+    Xtr, ytr, _, _ = digits
+    params = dict(n_voters=2, n_components=20, random_state=0)
+    lazy = RandomFeatureVotingClassifier(**params).fit(
+        da.from_array(Xtr[:200], chunks=(100, -1)), da.from_array(ytr[:200], chunks=100))
+    assert _same_coefs(lazy, RandomFeatureVotingClassifier(**params).fit(Xtr[:200], ytr[:200]))
+
+
+def test_partition_of_a_sparse_matrix_trains_the_voters_of_its_dense_rows(digits):
+    # libsvm data (w8a, ...) is read as CSR: its row blocks stay sparse matrices, and
+    # each voter is the one the same rows, dense, train (the maps and solvers read
+    # both exactly alike); the blockwise estimator keeps the vote and classes asked for
+    import scipy.sparse as sp
+
+    Xtr, ytr, _, _ = digits
+    params = dict(n_voters=3, strategy="partition", n_components=20, random_state=0,
+                  voting="soft", classes=list(range(10)))
+    sparse = RandomFeatureVotingClassifier(**params).fit(sp.csr_matrix(Xtr[:300]), ytr[:300])
+    dense = RandomFeatureVotingClassifier(**params).fit(Xtr[:300], ytr[:300])
+    assert _same_coefs(sparse, dense)
+    assert [info["n_rows"] for info in sparse.voter_info_] == [100, 100, 100]
+    assert sparse.blockwise_.voting == "soft" and sparse.blockwise_.classes == list(range(10))
+
+
 def test_partition_refuses_before_any_work_what_cannot_train():
     X = np.random.default_rng(0).standard_normal((9, 3))
     y = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0])  # block 2 (rows 5..6) holds class 1 only
-    with pytest.raises(ValueError, match=r"Row block 2 \(rows 5\.\.6\) holds one class only "
-                                         r"\(1\): .*fewer voters"):
+    # the whole message: what is wrong, where, and the three ways out
+    with pytest.raises(ValueError) as info:
         RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
                                       random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match=r"9 rows cannot make 10 partition voters.*"
-                                         r"use n_voters=9 or fewer, or strategy='full'"):
+    assert str(info.value) == (
+        "Row block 2 (rows 5..6) holds one class only (1): its partition voter cannot learn "
+        "a classifier. Shuffle the rows, use fewer voters (larger blocks), or "
+        "strategy='full'.")
+    with pytest.raises(ValueError) as info:
         RandomFeatureVotingClassifier(n_voters=10, strategy="partition",
                                       random_state=0).fit(X, y)
+    assert str(info.value) == (
+        "9 rows cannot make 10 partition voters (one row block each): use n_voters=9 or "
+        "fewer, or strategy='full'.")
+    # as many rows as voters is a partition (of one row each), which cannot train for its
+    # one class per block, not for too few rows
+    with pytest.raises(ValueError, match=r"^Row block 0 \(rows 0\.\.0\) holds one class only "
+                                         r"\(0\): "):
+        RandomFeatureVotingClassifier(n_voters=4, strategy="partition", n_components=8,
+                                      random_state=0).fit(X[:4], y[:4])
     with pytest.raises(ValueError, match=r"^3 rows cannot make 4 partition voters \(one row "
                                          r"block each\): use n_voters=3 or fewer, or "
                                          r"strategy='full'\.$"):

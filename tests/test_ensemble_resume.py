@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import dask
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,10 +63,15 @@ def cluster_address():
 # --- retries ---------------------------------------------------------------------------------
 
 
-def test_a_voter_that_fails_once_is_retried_in_this_process(tmp_path):
+def test_a_voter_that_fails_once_is_retried_in_this_process(tmp_path, caplog):
     X, y = _data()
-    model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, retries=1)
+    with caplog.at_level("WARNING", logger="dkrp.ensemble.training"):
+        model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, retries=1)
     assert len(fault_pids(tmp_path / "state")) == 1  # it did fail, once
+    # the log says which voter was retried, which attempt failed and why
+    assert [r.getMessage() for r in caplog.records] == [
+        "voter 2 failed (attempt 1 of 2), retrying: OSError(5, 'Input/output error "
+        "(injected by dkrp.testing.faulty)')"]
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
@@ -73,10 +79,15 @@ def test_a_voter_that_fails_once_is_retried_on_a_cluster(tmp_path, cluster_addre
     from distributed import Client
 
     X, y = _data()
-    with Client(cluster_address) as in_process:
-        model = _model(_faulty(X, 40, tmp_path / "state")).fit(X, y, client=in_process,
-                                                                  retries=1)
+    # a client that is not dask's default one (a library holding its own): the voters'
+    # futures are gathered on its loop
+    seen = []
+    with Client(cluster_address, set_as_default=False) as in_process:
+        model = _model(_faulty(X, 40, tmp_path / "state")).fit(
+            X, y, client=in_process, retries=1,
+            progress=lambda done, total: seen.append((done, total)))
     assert len(fault_pids(tmp_path / "state")) == 1
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]  # a user's callback: done of total
     _same_voters(model, _model(_faulty(X, 40, tmp_path / "state")).fit(X, y))
 
 
@@ -89,6 +100,37 @@ def test_a_fit_that_keeps_its_voters_retries_them_too(tmp_path):
     assert sorted(p.name for p in kept.glob("voter-*.npz")) == [f"voter-{i}.npz"
                                                                  for i in range(4)]
     _same_voters(model, _model(_faulty(X, 40, state)).fit(X, y))
+
+
+def test_a_full_strategy_voter_that_fails_once_is_retried_on_a_cluster(tmp_path,
+                                                                      cluster_address):
+    # "full": X and y are sent to the cluster once and every voter trains on all rows
+    from distributed import Client
+
+    X, y = _data()
+    seen = []
+
+    def model():
+        return RandomFeatureVotingClassifier(n_voters=2, method=_faulty(X, 0, tmp_path),
+                                             n_components=None, random_state=3)
+
+    with Client(cluster_address, set_as_default=False) as in_process:
+        there = model().fit(X, y, client=in_process, retries=1,
+                            progress=lambda done, total: seen.append((done, total)))
+    assert len(fault_pids(tmp_path)) == 1 and seen == [(1, 2), (2, 2)]
+    _same_voters(there, model().fit(X, y))  # as trained here (the fault is used up)
+
+
+def test_bad_input_is_refused_at_once_whatever_the_retries(caplog):
+    # a row block of one class (dask input, found by its voter) cannot train on any
+    # attempt: retries=3 must not train it three more times before saying so
+    X, y = _data()
+    y[40:60] = 1
+    Xd, yd = da.from_array(X, chunks=(20, 5)), da.from_array(y, chunks=20)
+    with caplog.at_level("WARNING", logger="dkrp.ensemble.training"), \
+            pytest.raises(ValueError, match=r"^Voter 2 was given one class only"):
+        _model(dkrp.PolynomialRandomProjection(n_components=20)).fit(Xd, yd, retries=3)
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
 
 
 # --- the final failure, in one line ----------------------------------------------------------
@@ -106,6 +148,34 @@ def test_a_voters_final_failure_names_the_voter_its_attempts_and_cause(tmp_path)
     assert len(fault_pids(tmp_path / "state")) == 2
 
 
+def test_a_full_strategy_voters_failure_names_the_voter_without_rows(tmp_path):
+    # every voter of the "full" strategy sees all rows: no partition or rows to name
+    X, y = _data()
+    model = RandomFeatureVotingClassifier(n_voters=1, method=_faulty(X, 0, tmp_path, times=0),
+                                          n_components=None, random_state=3)
+    with pytest.raises(VoterError) as info:
+        model.fit(X, y)
+    assert str(info.value) == (
+        "Voter 0 failed after 1 attempt: OSError: [Errno 5] Input/output error (injected by "
+        "dkrp.testing.faulty) (or pass retries=N if the error is transient).")
+
+
+def test_a_voters_final_failure_on_a_cluster_had_the_attempts_asked_for(tmp_path,
+                                                                        cluster_address):
+    # retries=1 is two attempts in all, made by the cluster (not two in each of its two)
+    from distributed import Client
+
+    X, y = _data()
+    with Client(cluster_address, set_as_default=False) as in_process, \
+            pytest.raises(VoterError) as info:
+        _model(_faulty(X, 40, tmp_path / "state", times=0)).fit(X, y, client=in_process,
+                                                                   retries=1)
+    assert str(info.value) == (
+        "Voter 2 (partition 2, rows 40..59) failed after 2 attempts: OSError: [Errno 5] "
+        "Input/output error (injected by dkrp.testing.faulty).")
+    assert len(fault_pids(tmp_path / "state")) == 2
+
+
 def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
     from distributed import Client
 
@@ -116,6 +186,27 @@ def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
         "Voter 1 (partition 1, rows 20..39) failed after 1 attempt: OSError: [Errno 5] "
         "Input/output error (injected by dkrp.testing.faulty) (or pass retries=N if the "
         "error is transient).")
+
+
+def _voter_tasks(dask_scheduler=None):
+    return sorted(str(k) for k in dask_scheduler.tasks if str(k).startswith("dkrp-voter-"))
+
+
+def test_without_a_checkpoint_a_voters_failure_cancels_the_others_on_a_cluster(
+        tmp_path, cluster_address):
+    # nothing keeps the other voters' work: once one has failed, the cluster stops
+    # training them (they sleep 1 s before their map, so they are still running or
+    # queued when voter 1 fails) instead of going on for a model that will not be
+    from distributed import Client
+
+    X, y = _data()
+    faulty = FaultyProjection(n_components=20, trigger=float(X[20, 0]), times=0,
+                              state_dir=str(tmp_path / "state"), delay=1.0)
+    with Client(cluster_address, set_as_default=False) as in_process:
+        with pytest.raises(VoterError, match="^Voter 1 "):
+            _model(faulty).fit(X, y, client=in_process)
+        # (the error's traceback, held here, still refers to the voters' futures)
+        assert in_process.run_on_scheduler(_voter_tasks) == []
 
 
 # --- resuming --------------------------------------------------------------------------------
@@ -141,7 +232,7 @@ def test_a_rerun_trains_only_the_missing_voters_and_gives_the_uninterrupted_mode
     done = []
     model = _model(_faulty(X, 40, state)).fit(X, y, checkpoint=kept,
                                               progress=lambda n, total: done.append((n, total)))
-    assert done == [(3, 4), (4, 4)]  # three kept, one trained
+    assert done == [(3, 4), (4, 4)]  # three kept, one trained, of four
     assert {p.name: p.stat().st_mtime_ns for p in kept.iterdir() if p.name in stamps} == stamps
     assert (kept / "voter-2.json").is_file()
     # an uninterrupted fit (the fault is used up) gives the same voters, bit for bit; and

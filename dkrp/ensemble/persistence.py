@@ -82,9 +82,6 @@ def save_ensemble(est, directory, *, overwrite):
         arrays[f"classes_{i}"] = np.asarray(model.classes_)
         voters.append({"projector": projector.to_spec(), "model_class": type(model).__name__,
                        "model_params": model.get_params(deep=False), "info": info})
-    tmp = directory / f".{ARRAYS}.tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, directory / ARRAYS)
     manifest = {
         "format": ENSEMBLE_FORMAT,
         "format_version": ENSEMBLE_FORMAT_VERSION,
@@ -95,11 +92,18 @@ def save_ensemble(est, directory, *, overwrite):
         "classes": classes.tolist(),
         "voters": voters,
         "arrays_file": ARRAYS,
-        "arrays_sha256": sha256_of_file(directory / ARRAYS),
+        "arrays_sha256": None,
         "fit_seconds": float(est.fit_seconds_),
         "versions": {"dkrp": __version__, "numpy": np.__version__,
                      "scikit-learn": _sklearn_version()},
     }
+    # a parameter JSON cannot hold fails here, before any file is written: an arrays
+    # file without its manifest is not dkrp's to replace (check_save_target)
+    json.dumps(manifest, default=json_default)
+    tmp = directory / f".{ARRAYS}.tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, directory / ARRAYS)
+    manifest["arrays_sha256"] = sha256_of_file(directory / ARRAYS)
     text = json.dumps(manifest, indent=1, sort_keys=True, default=json_default)
     tmp = directory / f".{MANIFEST}.tmp"
     tmp.write_text(text)
