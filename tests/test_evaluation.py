@@ -50,6 +50,70 @@ def test_report_scores_against_the_majority_baseline(classifier):
     assert set(r) >= {"accuracy", "balanced_accuracy", "majority_accuracy", "f1", "n_test"}
 
 
+def _train_by_hand(Z, y, test_size, seed, C):
+    """train_on_features' documented LinearSVC protocol, written out: dask-ml's seeded
+    blockwise split, then scaled columns and a seeded LinearSVC."""
+    from dask_ml.model_selection import train_test_split
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    parts = train_test_split(Z, da.from_array(y, chunks=(Z.chunks[0],)), test_size=test_size,
+                             random_state=seed, shuffle=True, blockwise=True)
+    Z_tr, Z_te, y_tr, y_te = da.compute(*parts)
+    predicted = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=10000,
+                                                          random_state=seed)).fit(
+        Z_tr, y_tr).predict(Z_te)
+    return {"accuracy": accuracy_score(y_te, predicted),
+            "balanced_accuracy": balanced_accuracy_score(y_te, predicted),
+            "f1": f1_score(y_te, predicted, pos_label=1),
+            "n_train": len(y_tr), "n_test": len(y_te)}
+
+
+def test_train_on_features_defaults_are_the_documented_protocol():
+    # a pipeline run without options: "auto" picks LinearSVC (1,200 x 5 features are far
+    # below 2 GiB) on scaled columns with C=0.01, on a 75/25 split of every row block
+    # seeded 0. dask-ml splits each 300-row block with ShuffleSplit: ceil(0.25 x 300) = 75
+    # test rows a block, 300 in all.
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    got = train_on_features(Z, y)
+    expected = _train_by_hand(Z, y, 0.25, 0, 0.01)
+    assert got["classifier"] == "linearsvc"
+    assert {k: got[k] for k in expected} == pytest.approx(expected)
+    assert (got["n_train"], got["n_test"]) == (900, 300)
+    # C, the seed and the split's size each move the scores on these rows
+    for other in ((0.25, 0, 1.01), (0.25, 1, 0.01)):
+        assert _train_by_hand(Z, y, *other)["accuracy"] != expected["accuracy"]
+    # test_size is the split's: half of each block is held out
+    half = train_on_features(Z, y, test_size=0.5)
+    expected = _train_by_hand(Z, y, 0.5, 0, 0.01)
+    assert {k: half[k] for k in expected} == pytest.approx(expected)
+    assert (half["n_train"], half["n_test"]) == (600, 600)
+    # SGD's default is five passes over the blocks (a sixth moves these scores)
+    sgd = [train_on_features(Z, y, classifier="sgd", **kwargs)
+           for kwargs in ({}, {"epochs": 5}, {"epochs": 6})]
+    for run in sgd:
+        run.pop("train_seconds")
+    assert sgd[0] == sgd[1] != sgd[2]
+
+
+def test_train_on_features_pairs_labels_chunked_otherwise_than_the_features():
+    # a pipeline's labels come from the dataset store (its row chunks), the features from
+    # the feature store (featurize's row chunks): each row must keep its own label
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    expected = train_on_features(Z, y)
+    expected.pop("train_seconds")
+    for chunks in (400, 200, (500, 100, 600)):
+        got = train_on_features(Z, da.from_array(y, chunks=chunks))
+        got.pop("train_seconds")
+        assert got == expected, chunks
+    same = train_on_features(Z, da.from_array(y, chunks=300))
+    same.pop("train_seconds")
+    assert same == expected
+
+
 def _imbalanced_binary(n=1200, seed=0):
     """Two Gaussian classes 0 / 1, 15 % of class 1, partly overlapping."""
     rng = np.random.default_rng(seed)
