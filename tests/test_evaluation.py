@@ -342,7 +342,7 @@ def _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, n_folds, seed, model
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("path", ["gram", "gram at its limit", "liblinear"])
+@pytest.mark.parametrize("path", ["gram", "gram at its limit", "liblinear", "liblinear's dual"])
 def test_cross_validated_linear_svm_is_the_papers_protocol(path):
     from sklearn.svm import SVC
 
@@ -352,11 +352,20 @@ def test_cross_validated_linear_svm_is_the_papers_protocol(path):
         def model(C):
             return SVC(kernel="linear", C=C)
         kwargs = {} if path == "gram" else {"gram_limit": Z_train.shape[0]}
-    else:  # beyond gram_limit rows: liblinear on the standardised features, seeded, and
-        # stopped at max_iter (1 iteration: the cap shows in the scores)
+    elif path == "liblinear":  # beyond gram_limit rows: liblinear on the standardised
+        # features, seeded, and stopped at max_iter (1 iteration: the cap shows in the scores)
         def model(C):
             return LinearSVC(C=C, max_iter=1, random_state=2)
         kwargs = {"gram_limit": Z_train.shape[0] - 1, "max_iter": 1}
+    else:  # random features wider than the training rows: liblinear's dual coordinate
+        # descent, which two passes over the rows leave far from its optimum, in the folds
+        # and in the refit that gives the test accuracy alike
+        X_train, y_train, X_test, y_test = _digits(60, 200)
+        Z_train, Z_test = X_train, X_test
+
+        def model(C):
+            return LinearSVC(C=C, max_iter=2, random_state=2)
+        kwargs = {"gram_limit": 0, "max_iter": 2}
     got = cross_validated_linear_svm(Z_train, list(y_train), Z_test, list(y_test), Cs=Cs,
                                      n_folds=4, seed=2, **kwargs)
     scores, best, accuracy = _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, 4, 2,
@@ -375,12 +384,14 @@ def test_cross_validated_linear_svm_beyond_gram_limit_never_builds_the_gram_matr
     from conftest import peak_allocation
 
     rng = np.random.default_rng(0)
-    y = np.repeat([0, 1], 1500)
-    Z = rng.standard_normal((3000, 5)) + y[:, None]
-    result, peak = peak_allocation(lambda: cross_validated_linear_svm(
-        Z, y, Z[:100], y[:100], Cs=[1.0], n_folds=2, gram_limit=2999))
-    assert result["accuracy"] > 0.7
-    assert peak < 10 * 2**20
+    # and by default beyond 6,000 rows: 6,001 would make a 288 MB Gram matrix
+    for n, kwargs in ((3000, {"gram_limit": 2999}), (6001, {})):
+        y = np.arange(n) % 2
+        Z = rng.standard_normal((n, 5)) + y[:, None]
+        result, peak = peak_allocation(lambda: cross_validated_linear_svm(
+            Z, y, Z[:100], y[:100], Cs=[1.0], n_folds=2, **kwargs))  # noqa: B023
+        assert result["accuracy"] > 0.7
+        assert peak < 10 * 2**20, n
 
 
 def test_cross_validated_linear_svm_defaults_and_ties():
@@ -512,4 +523,15 @@ def test_select_svm_c_scores_folds_stopped_at_max_iter_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the final fit reports convergence, not the folds
         got = select_svm_C(X, y, [1.0], max_iter=1)
+    assert 0.5 < got["scores"][1.0] <= 1.0
+
+
+def test_select_svm_c_passes_on_the_folds_warnings_other_than_convergence():
+    # a class with fewer rows than folds: scikit-learn warns that the folds cannot all
+    # hold it (their scores are then noisy). Only the folds' ConvergenceWarning is quiet.
+    X, _ = _imbalanced_binary(90, seed=0)
+    y = np.zeros(90, dtype=int)
+    y[[5, 50]] = 1
+    with pytest.warns(UserWarning, match="The least populated class in y has only 2 members"):
+        got = select_svm_C(X, y, [1.0])
     assert 0.5 < got["scores"][1.0] <= 1.0
