@@ -535,3 +535,40 @@ def test_select_svm_c_passes_on_the_folds_warnings_other_than_convergence():
     with pytest.warns(UserWarning, match="The least populated class in y has only 2 members"):
         got = select_svm_C(X, y, [1.0])
     assert 0.5 < got["scores"][1.0] <= 1.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_liblinear_stopped_at_its_default_cap_is_linearsvc_with_max_iter_10000():
+    # a user reproducing a protocol's scores with scikit-learn. 32 features of a 2-d input
+    # (linear in it: rank 2) on 30 rows, so liblinear picks its dual (fewer rows than
+    # features); the classes overlap entirely (random labels), so at a large C its
+    # coordinate descent does not converge and every pass over the rows still moves the
+    # model: the documented cap of 10,000 passes decides the predictions (a 10,001st moves
+    # hundreds of these 2,000 test rows)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2030, 2))
+    Z, labels = np.hstack([X, X @ rng.standard_normal((2, 30))]), rng.integers(0, 2, 2030)
+    Z, y, Z_test, y_test = Z[:30], labels[:30], Z[30:], labels[30:]
+
+    def liblinear(max_iter):
+        return LinearSVC(C=1e4, max_iter=max_iter, random_state=0)
+
+    at_cap = liblinear(10000).fit(Z, y)
+    assert at_cap.n_iter_ == 10000
+    accuracy = np.mean(at_cap.predict(Z_test) == y_test)
+    assert accuracy != np.mean(liblinear(10001).fit(Z, y).predict(Z_test) == y_test)
+    got = linear_svm_accuracy(Z, y, Z_test, y_test, C=1e4)
+    assert got["accuracy"] == accuracy and got["converged"] is False
+    # cross_validated_linear_svm's liblinear path, in its folds and its refit
+    got = cross_validated_linear_svm(Z, y, Z_test, y_test, Cs=[1e4], n_folds=2, gram_limit=0)
+    for max_iter, same in ((10000, True), (10001, False)):
+        scores, _, accuracy = _protocol_by_hand(Z, y, Z_test, y_test, [1e4], 2, 0,
+                                                lambda C: liblinear(max_iter))  # noqa: B023
+        assert (got["cv_scores"] == pytest.approx(scores)
+                and got["accuracy"] == pytest.approx(accuracy)) is same
+    # and select_svm_C's folds (scaled columns), with its dual=True: on 60 rows of the
+    # 2-d input, whose three folds hold out 20 rows each
+    X, y = X[:60], labels[:60]
+    got = select_svm_C(X, y, [1e4], dual=True)
+    assert got["scores"] == pytest.approx(_select_by_hand(X, y, [1e4], 3, 0, True, 10000))
+    assert got["scores"] != pytest.approx(_select_by_hand(X, y, [1e4], 3, 0, True, 10001))
