@@ -51,7 +51,7 @@ def test_report_scores_against_the_majority_baseline(classifier):
     assert set(r) >= {"accuracy", "balanced_accuracy", "majority_accuracy", "f1", "n_test"}
 
 
-def _train_by_hand(Z, y, test_size, seed, C, positive_label=None):
+def _train_by_hand(Z, y, test_size, seed, C, positive_label=None, max_iter=10000):
     """train_on_features' documented LinearSVC protocol, written out: dask-ml's seeded
     blockwise split, then scaled columns and a seeded LinearSVC; the F1 of the named
     label (default the larger) of two, the macro F1 of more."""
@@ -63,7 +63,7 @@ def _train_by_hand(Z, y, test_size, seed, C, positive_label=None):
     parts = train_test_split(Z, da.from_array(y, chunks=(Z.chunks[0],)), test_size=test_size,
                              random_state=seed, shuffle=True, blockwise=True)
     Z_tr, Z_te, y_tr, y_te = da.compute(*parts)
-    predicted = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=10000,
+    predicted = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=max_iter,
                                                           random_state=seed)).fit(
         Z_tr, y_tr).predict(Z_te)
     out = {"accuracy": accuracy_score(y_te, predicted),
@@ -620,6 +620,15 @@ def test_liblinear_stopped_at_its_default_cap_is_linearsvc_with_max_iter_10000()
                                                 lambda C: liblinear(max_iter))  # noqa: B023
         assert (got["cv_scores"] == pytest.approx(scores)
                 and got["accuracy"] == pytest.approx(accuracy)) is same
+    # train_on_features' LinearSVC (scaled columns) on the same 30 training rows: one
+    # block, of which ceil(0.985 x 2,030) = 2,000 rows are held out
+    Z_all = da.from_array(np.vstack([Z, Z_test]), chunks=(2030, 32))
+    got = train_on_features(Z_all, labels, test_size=0.985, C=1e4)
+    expected = _train_by_hand(Z_all, labels, 0.985, 0, 1e4)
+    assert expected["n_train"] == 30
+    assert got["accuracy"] == expected["accuracy"]
+    assert got["accuracy"] != _train_by_hand(Z_all, labels, 0.985, 0, 1e4, max_iter=10001)[
+        "accuracy"]
     # and select_svm_C's folds (scaled columns), with its dual=True: on 60 rows of the
     # 2-d input, whose three folds hold out 20 rows each
     X, y = X[:60], labels[:60]
