@@ -119,6 +119,15 @@ def test_train_on_features_pairs_labels_chunked_otherwise_than_the_features():
     same = train_on_features(Z, da.from_array(y, chunks=300))
     same.pop("train_seconds")
     assert same == expected
+    # as many rows as features: labels in one chunk of 64 rows, as long as the features'
+    # one column chunk, beside rows in chunks of 16 (the labels' chunks are the rows')
+    X, y, _, _ = _digits(64, 0)
+    Z = da.from_array(X, chunks=(16, 64))
+    expected = train_on_features(Z, y, C=1.0)
+    got = train_on_features(Z, da.from_array(y, chunks=64), C=1.0)
+    for result in (expected, got):
+        result.pop("train_seconds")
+    assert got == expected
 
 
 def test_train_on_features_reports_the_f1_the_user_names_or_the_macro_f1_of_many_classes():
