@@ -401,7 +401,7 @@ def train_on_features(Z, y, *, classifier="auto", test_size=0.25, seed=0, C=0.01
         ``"linearsvc"``: ``StandardScaler`` + ``LinearSVC`` on the features gathered in memory
         (data that fits). ``"sgd"``: dask-ml ``Incremental(SGDClassifier(loss="hinge"))``
         streaming the row blocks, ``epochs`` passes (data that does not fit). ``"auto"``
-        picks LinearSVC when the training features take less than ``max_in_memory_bytes``.
+        picks LinearSVC when the training features take at most ``max_in_memory_bytes``.
     test_size : float
         Held-out fraction (dask-ml's blockwise shuffled split, seeded).
     seed : int

@@ -6,6 +6,7 @@ import pytest
 from sklearn.metrics import f1_score
 from sklearn.svm import LinearSVC
 
+from dkrp.errors import InvalidInputError
 from dkrp.evaluation import (
     cross_validated_linear_svm,
     kernel_ridge_mse,
@@ -48,6 +49,132 @@ def test_report_scores_against_the_majority_baseline(classifier):
     # sqrt(1/n_pos + 1/n_neg)/4 ~ 0.02 of ~100 positive test rows
     assert r["balanced_accuracy"] > 0.6 and r["f1"] > 0
     assert set(r) >= {"accuracy", "balanced_accuracy", "majority_accuracy", "f1", "n_test"}
+
+
+def _train_by_hand(Z, y, test_size, seed, C, positive_label=None, max_iter=10000):
+    """train_on_features' documented LinearSVC protocol, written out: dask-ml's seeded
+    blockwise split, then scaled columns and a seeded LinearSVC; the F1 of the named
+    label (default the larger) of two, the macro F1 of more."""
+    from dask_ml.model_selection import train_test_split
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    parts = train_test_split(Z, da.from_array(y, chunks=(Z.chunks[0],)), test_size=test_size,
+                             random_state=seed, shuffle=True, blockwise=True)
+    Z_tr, Z_te, y_tr, y_te = da.compute(*parts)
+    predicted = make_pipeline(StandardScaler(), LinearSVC(C=C, max_iter=max_iter,
+                                                          random_state=seed)).fit(
+        Z_tr, y_tr).predict(Z_te)
+    out = {"accuracy": accuracy_score(y_te, predicted),
+           "balanced_accuracy": balanced_accuracy_score(y_te, predicted),
+           "n_train": len(y_tr), "n_test": len(y_te)}
+    labels = np.unique(y)
+    if len(labels) == 2:
+        positive = labels.max() if positive_label is None else positive_label
+        out["f1"] = f1_score(y_te, predicted, pos_label=positive)
+    else:
+        out["f1_macro"] = f1_score(y_te, predicted, average="macro")
+    return out
+
+
+def test_train_on_features_defaults_are_the_documented_protocol():
+    # a pipeline run without options: "auto" picks LinearSVC (1,200 x 5 features are far
+    # below 2 GiB) on scaled columns with C=0.01, on a 75/25 split of every row block
+    # seeded 0. dask-ml splits each 300-row block with ShuffleSplit: ceil(0.25 x 300) = 75
+    # test rows a block, 300 in all.
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    got = train_on_features(Z, y)
+    expected = _train_by_hand(Z, y, 0.25, 0, 0.01)
+    assert got["classifier"] == "linearsvc"
+    assert {k: got[k] for k in expected} == pytest.approx(expected)
+    assert (got["n_train"], got["n_test"]) == (900, 300)
+    # C, the seed and the split's size each move the scores on these rows
+    for other in ((0.25, 0, 1.01), (0.25, 1, 0.01)):
+        assert _train_by_hand(Z, y, *other)["accuracy"] != expected["accuracy"]
+    # test_size is the split's: half of each block is held out
+    half = train_on_features(Z, y, test_size=0.5)
+    expected = _train_by_hand(Z, y, 0.5, 0, 0.01)
+    assert {k: half[k] for k in expected} == pytest.approx(expected)
+    assert (half["n_train"], half["n_test"]) == (600, 600)
+    # SGD's default is five passes over the blocks
+    sgd = [train_on_features(Z, y, classifier="sgd", **kwargs) for kwargs in ({}, {"epochs": 5})]
+    for run in sgd:
+        run.pop("train_seconds")
+    assert sgd[0] == sgd[1]
+
+
+def test_train_on_features_pairs_labels_chunked_otherwise_than_the_features():
+    # a pipeline's labels come from the dataset store (its row chunks), the features from
+    # the feature store (featurize's row chunks): each row must keep its own label
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    expected = train_on_features(Z, y)
+    expected.pop("train_seconds")
+    for chunks in (400, 200, (500, 100, 600)):
+        got = train_on_features(Z, da.from_array(y, chunks=chunks))
+        got.pop("train_seconds")
+        assert got == expected, chunks
+    same = train_on_features(Z, da.from_array(y, chunks=300))
+    same.pop("train_seconds")
+    assert same == expected
+    # as many rows as features: labels in one chunk of 64 rows, as long as the features'
+    # one column chunk, beside rows in chunks of 16 (the labels' chunks are the rows')
+    X, y, _, _ = _digits(64, 0)
+    Z = da.from_array(X, chunks=(16, 64))
+    expected = train_on_features(Z, y, C=1.0)
+    got = train_on_features(Z, da.from_array(y, chunks=64), C=1.0)
+    for result in (expected, got):
+        result.pop("train_seconds")
+    assert got == expected
+
+
+def test_train_on_features_reports_the_f1_the_user_names_or_the_macro_f1_of_many_classes():
+    # imbalanced binary data: the F1 of the class named positive_label (here the larger
+    # class 0, whose F1 is far above the rare class 1's); ten digit classes: the macro F1
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    got = train_on_features(Z, y, positive_label=0)
+    expected = _train_by_hand(Z, y, 0.25, 0, 0.01, positive_label=0)
+    assert {k: got[k] for k in expected} == pytest.approx(expected)
+    assert got["f1"] > _train_by_hand(Z, y, 0.25, 0, 0.01)["f1"] + 0.1
+    X, y, _, _ = _digits(400, 0)
+    Z = da.from_array(X, chunks=(100, 64))
+    got = train_on_features(Z, y, C=1.0)
+    expected = _train_by_hand(Z, y, 0.25, 0, 1.0)
+    assert set(got) == {"classifier", "accuracy", "balanced_accuracy", "majority_accuracy",
+                        "f1_macro", "n_train", "n_test", "train_seconds"}
+    assert {k: got[k] for k in expected} == pytest.approx(expected)
+
+
+def test_train_on_features_auto_gathers_training_features_of_at_most_max_in_memory_bytes():
+    # a pipeline on a small machine caps what LinearSVC may gather: the 900 training rows
+    # of 5 float64 features take 36,000 bytes; one byte less streams them to SGD instead
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    assert train_on_features(Z, y, max_in_memory_bytes=36000)["classifier"] == "linearsvc"
+    assert train_on_features(Z, y, max_in_memory_bytes=35999)["classifier"] == "sgd"
+    # float32 features take half as many bytes
+    Z = Z.astype(np.float32)
+    assert train_on_features(Z, y, max_in_memory_bytes=18000)["classifier"] == "linearsvc"
+
+
+def test_train_on_features_sgd_makes_as_many_passes_as_asked_and_at_least_one():
+    # one pass over data too large to gather takes half the time of two: epochs=1 is one
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    runs = [train_on_features(Z, y, classifier="sgd", epochs=e) for e in (0, 1, 2)]
+    for run in runs:
+        run.pop("train_seconds")
+    assert runs[0] == runs[1] != runs[2]
+
+
+def test_train_on_features_refuses_an_unknown_classifier_naming_the_choices():
+    X, y = _imbalanced_binary(400)
+    with pytest.raises(InvalidInputError, match=r"^classifier must be 'auto', 'linearsvc' or "
+                       r"'sgd'; got 'svm'$"):
+        train_on_features(da.from_array(X, chunks=(100, 5)), y, classifier="svm")
 
 
 def _imbalanced_binary(n=1200, seed=0):
@@ -278,7 +405,7 @@ def _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, n_folds, seed, model
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("path", ["gram", "gram at its limit", "liblinear"])
+@pytest.mark.parametrize("path", ["gram", "gram at its limit", "liblinear", "liblinear's dual"])
 def test_cross_validated_linear_svm_is_the_papers_protocol(path):
     from sklearn.svm import SVC
 
@@ -288,11 +415,20 @@ def test_cross_validated_linear_svm_is_the_papers_protocol(path):
         def model(C):
             return SVC(kernel="linear", C=C)
         kwargs = {} if path == "gram" else {"gram_limit": Z_train.shape[0]}
-    else:  # beyond gram_limit rows: liblinear on the standardised features, seeded, and
-        # stopped at max_iter (1 iteration: the cap shows in the scores)
+    elif path == "liblinear":  # beyond gram_limit rows: liblinear on the standardised
+        # features, seeded, and stopped at max_iter (1 iteration: the cap shows in the scores)
         def model(C):
             return LinearSVC(C=C, max_iter=1, random_state=2)
         kwargs = {"gram_limit": Z_train.shape[0] - 1, "max_iter": 1}
+    else:  # random features wider than the training rows: liblinear's dual coordinate
+        # descent, which two passes over the rows leave far from its optimum, in the folds
+        # and in the refit that gives the test accuracy alike
+        X_train, y_train, X_test, y_test = _digits(60, 200)
+        Z_train, Z_test = X_train, X_test
+
+        def model(C):
+            return LinearSVC(C=C, max_iter=2, random_state=2)
+        kwargs = {"gram_limit": 0, "max_iter": 2}
     got = cross_validated_linear_svm(Z_train, list(y_train), Z_test, list(y_test), Cs=Cs,
                                      n_folds=4, seed=2, **kwargs)
     scores, best, accuracy = _protocol_by_hand(Z_train, y_train, Z_test, y_test, Cs, 4, 2,
@@ -311,12 +447,14 @@ def test_cross_validated_linear_svm_beyond_gram_limit_never_builds_the_gram_matr
     from conftest import peak_allocation
 
     rng = np.random.default_rng(0)
-    y = np.repeat([0, 1], 1500)
-    Z = rng.standard_normal((3000, 5)) + y[:, None]
-    result, peak = peak_allocation(lambda: cross_validated_linear_svm(
-        Z, y, Z[:100], y[:100], Cs=[1.0], n_folds=2, gram_limit=2999))
-    assert result["accuracy"] > 0.7
-    assert peak < 10 * 2**20
+    # and by default beyond 6,000 rows: 6,001 would make a 288 MB Gram matrix
+    for n, kwargs in ((3000, {"gram_limit": 2999}), (6001, {})):
+        y = np.arange(n) % 2
+        Z = rng.standard_normal((n, 5)) + y[:, None]
+        result, peak = peak_allocation(lambda: cross_validated_linear_svm(
+            Z, y, Z[:100], y[:100], Cs=[1.0], n_folds=2, **kwargs))  # noqa: B023
+        assert result["accuracy"] > 0.7
+        assert peak < 10 * 2**20, n
 
 
 def test_cross_validated_linear_svm_defaults_and_ties():
@@ -449,3 +587,60 @@ def test_select_svm_c_scores_folds_stopped_at_max_iter_without_a_warning():
         warnings.simplefilter("error")  # the final fit reports convergence, not the folds
         got = select_svm_C(X, y, [1.0], max_iter=1)
     assert 0.5 < got["scores"][1.0] <= 1.0
+
+
+def test_select_svm_c_passes_on_the_folds_warnings_other_than_convergence():
+    # a class with fewer rows than folds: scikit-learn warns that the folds cannot all
+    # hold it (their scores are then noisy). Only the folds' ConvergenceWarning is quiet.
+    X, _ = _imbalanced_binary(90, seed=0)
+    y = np.zeros(90, dtype=int)
+    y[[5, 50]] = 1
+    with pytest.warns(UserWarning, match="The least populated class in y has only 2 members"):
+        got = select_svm_C(X, y, [1.0])
+    assert 0.5 < got["scores"][1.0] <= 1.0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_liblinear_stopped_at_its_default_cap_is_linearsvc_with_max_iter_10000():
+    # a user reproducing a protocol's scores with scikit-learn. 32 features of a 2-d input
+    # (linear in it: rank 2) on 30 rows, so liblinear picks its dual (fewer rows than
+    # features); the classes overlap entirely (random labels), so at a large C its
+    # coordinate descent does not converge and every pass over the rows still moves the
+    # model: the documented cap of 10,000 passes decides the predictions (a 10,001st moves
+    # hundreds of these 2,000 test rows)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2030, 2))
+    Z, labels = np.hstack([X, X @ rng.standard_normal((2, 30))]), rng.integers(0, 2, 2030)
+    Z, y, Z_test, y_test = Z[:30], labels[:30], Z[30:], labels[30:]
+
+    def liblinear(max_iter):
+        return LinearSVC(C=1e4, max_iter=max_iter, random_state=0)
+
+    at_cap = liblinear(10000).fit(Z, y)
+    assert at_cap.n_iter_ == 10000
+    accuracy = np.mean(at_cap.predict(Z_test) == y_test)
+    assert accuracy != np.mean(liblinear(10001).fit(Z, y).predict(Z_test) == y_test)
+    got = linear_svm_accuracy(Z, y, Z_test, y_test, C=1e4)
+    assert got["accuracy"] == accuracy and got["converged"] is False
+    # cross_validated_linear_svm's liblinear path, in its folds and its refit
+    got = cross_validated_linear_svm(Z, y, Z_test, y_test, Cs=[1e4], n_folds=2, gram_limit=0)
+    for max_iter, same in ((10000, True), (10001, False)):
+        scores, _, accuracy = _protocol_by_hand(Z, y, Z_test, y_test, [1e4], 2, 0,
+                                                lambda C: liblinear(max_iter))  # noqa: B023
+        assert (got["cv_scores"] == pytest.approx(scores)
+                and got["accuracy"] == pytest.approx(accuracy)) is same
+    # train_on_features' LinearSVC (scaled columns) on the same 30 training rows: one
+    # block, of which ceil(0.985 x 2,030) = 2,000 rows are held out
+    Z_all = da.from_array(np.vstack([Z, Z_test]), chunks=(2030, 32))
+    got = train_on_features(Z_all, labels, test_size=0.985, C=1e4)
+    expected = _train_by_hand(Z_all, labels, 0.985, 0, 1e4)
+    assert expected["n_train"] == 30
+    assert got["accuracy"] == expected["accuracy"]
+    assert got["accuracy"] != _train_by_hand(Z_all, labels, 0.985, 0, 1e4, max_iter=10001)[
+        "accuracy"]
+    # and select_svm_C's folds (scaled columns), with its dual=True: on 60 rows of the
+    # 2-d input, whose three folds hold out 20 rows each
+    X, y = X[:60], labels[:60]
+    got = select_svm_C(X, y, [1e4], dual=True)
+    assert got["scores"] == pytest.approx(_select_by_hand(X, y, [1e4], 3, 0, True, 10000))
+    assert got["scores"] != pytest.approx(_select_by_hand(X, y, [1e4], 3, 0, True, 10001))
