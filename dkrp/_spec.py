@@ -171,7 +171,7 @@ def state_checksum(est) -> str:
 
 def to_spec(est) -> dict:
     """The JSON-serialisable spec of a fitted projector (see :meth:`BaseProjector.to_spec`)."""
-    params = est.get_params(deep=False)
+    params = {name: _plain(value) for name, value in est.get_params(deep=False).items()}
     params["random_state"] = int(est.seed_)
     spec = {
         "format": SPEC_FORMAT,
@@ -190,6 +190,19 @@ def to_spec(est) -> dict:
         spec["arrays"] = {k: encode_array(v) for k, v in est._state_arrays().items()}
     json.dumps(spec)  # fail here, not on a worker, if something is not JSON-able
     return spec
+
+
+def _plain(value):
+    """A parameter as JSON holds it: numpy scalars (a grid from ``np.arange`` or
+    ``np.logspace`` hands them out) become the Python numbers they equal, so the spec and
+    its checksum are those of ``n_components=10``, not a ``TypeError``."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 #: What a spec says of its map besides the state arrays, which ``checksum`` covers.

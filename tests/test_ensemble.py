@@ -17,6 +17,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits, make_classification
+from sklearn.linear_model import LogisticRegressionCV, RidgeClassifier
 
 import dkrp
 from dkrp._resources import available_cpus
@@ -591,8 +592,18 @@ def test_arrays_of_a_voter_missing_or_misshapen_are_named(saved, tmp_path, edit,
     # a typo in a solver's name, or something that is no classifier, is named as given
     ({"estimator": "newtno"}, re.escape("estimator must be one of 'auto', 'newton', 'primal', "
                                         "'dual', 'sgd'; got 'newtno'.")),
-    ({"estimator": None}, re.escape("estimator must be one of ('auto', 'newton', 'primal', "
-                                    "'dual', 'sgd') or a classifier, got None.")),
+    ({"estimator": None}, re.escape(
+        "estimator must be one of ('auto', 'newton', 'primal', 'dual', 'sgd') or an "
+        "instance of one of LinearSVC, LogisticRegression, PassiveAggressiveClassifier, "
+        "Perceptron, PrimalLinearSVC, SGDClassifier (a voter is saved and rebuilt from its "
+        "coef_, intercept_ and classes_ alone), got None.")),
+    # classifiers a voter cannot be rebuilt as are refused before any voter trains: a
+    # LogisticRegressionCV trained every voter and then failed ("Unknown linear model"),
+    # a RidgeClassifier failed its first voter on n_iter_ = None
+    ({"estimator": LogisticRegressionCV()}, r"^estimator must be one of .* got "
+                                            r"LogisticRegressionCV\(\)\.$"),
+    ({"estimator": RidgeClassifier()}, r"^estimator must be one of .* got "
+                                       r"RidgeClassifier\(\)\.$"),
     ({"method": 3}, re.escape("method must be a --method name or a dkrp projector, got 3.")),
     # C is refused where a linear SVM has no meaning: 0 (no loss term), inf, NaN, text read
     # from a config file, a bool
@@ -1777,3 +1788,14 @@ def test_full_strategy_names_a_bad_value_by_the_users_own_row_block():
     Xd, yd = da.from_array(X, chunks=(10, 3)), da.from_array(np.arange(40) % 2, chunks=10)
     with pytest.raises(PartitionInputError, match=r"partition 2, local row 7, global row 27"):
         RandomFeatureVotingClassifier(n_voters=2, n_components=8, random_state=0).fit(Xd, yd)
+
+
+def test_numpy_numbers_from_a_grid_train_every_voter(digits):
+    # GridSearchCV(param_grid={"n_components": np.arange(...)}) hands out np.int64: every
+    # voter failed with "Object of type int64 is not JSON serializable" (the map's spec)
+    Xtr, ytr, Xte, _ = digits
+    kw = {"n_voters": 2, "random_state": 0}
+    grid = RandomFeatureVotingClassifier(n_components=np.int64(20), gamma=np.float64(0.02),
+                                         **kw).fit(Xtr, ytr)
+    plain = RandomFeatureVotingClassifier(n_components=20, gamma=0.02, **kw).fit(Xtr, ytr)
+    assert np.array_equal(grid.decision_function(Xte), plain.decision_function(Xte))

@@ -117,3 +117,34 @@ def test_spec_round_trip_and_save_load_seeded(name, tmp_path):
     # fit needs only n_features: fit_n_features gives the same map.
     alone = type(est)(**est.get_params()).fit_n_features(X.shape[1])
     assert alone.transform(X).tobytes() == Z.tobytes()
+
+
+def _as_numpy_scalars(params):
+    """What a grid from ``np.arange``/``np.logspace`` hands a search: numpy numbers."""
+    numpy = {}
+    for name, value in params.items():
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            numpy[name] = np.int64(value)
+        elif isinstance(value, float):
+            numpy[name] = (np.float32(value) if float(np.float32(value)) == value
+                           else np.float64(value))  # float32 where it is the same number
+    return numpy
+
+
+@pytest.mark.parametrize("make", [*PROJECTORS, *BASELINE_MAPS.values(), *DATA_DEPENDENT.values()],
+                         ids=[*IDS, *BASELINE_MAPS, *DATA_DEPENDENT])
+def test_numpy_scalar_parameters_give_the_spec_of_the_numbers_they_equal(make, X):
+    # n_components=np.int64(10) from np.arange failed in to_spec ("Object of type int64 is
+    # not JSON serializable"), so every ensemble voter and dask task of such a map failed
+    plain = make()
+    numpy = make().set_params(**_as_numpy_scalars(plain.get_params(deep=False)))
+    assert any(isinstance(v, np.integer) for v in numpy.get_params(deep=False).values())
+    rows = X[:300]
+    spec, numpy_spec = plain.fit(rows).to_spec(), numpy.fit(rows).to_spec()
+    assert json.dumps(numpy_spec["params"], sort_keys=True) == json.dumps(spec["params"],
+                                                                         sort_keys=True)
+    assert numpy_spec["params_checksum"] == spec["params_checksum"]
+    assert numpy_spec["checksum"] == spec["checksum"]
+    assert dkrp.from_spec(numpy_spec).transform(rows).tobytes() == plain.transform(rows).tobytes()

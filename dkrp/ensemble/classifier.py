@@ -39,6 +39,7 @@ from .training import (
     progress_callback,
 )
 from .voters import (
+    LINEAR_MODELS,
     SOLVERS,
     ensemble_block,
     make_model,
@@ -77,8 +78,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         ``LinearSVC(dual=False)``, ``LinearSVC(dual=True)``, averaged
         ``SGDClassifier(loss="hinge")``; ``"auto"`` is :data:`~dkrp.ensemble.AUTO_SOLVER`
         (``"newton"``, the fastest at every size measured: see :mod:`dkrp.ensemble`); or
-        any scikit-learn linear classifier with ``coef_`` and ``intercept_`` (cloned;
-        ``C`` is not applied to it).
+        an instance of ``LinearSVC``, ``LogisticRegression``, ``SGDClassifier``,
+        ``Perceptron``, ``PassiveAggressiveClassifier`` or :class:`dkrp.PrimalLinearSVC`
+        (cloned; ``C`` is not applied to it): a voter is saved and rebuilt from its
+        ``coef_``, ``intercept_`` and ``classes_`` alone, so other classes are refused.
     voting : {"hard", "soft"}, default="hard"
         Majority vote of labels (ties to the lowest label) or the mean decision
         function, each class's over the voters that saw it.
@@ -124,9 +127,13 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         check_choice("strategy", self.strategy, _STRATEGIES)
         if isinstance(self.estimator, str):
             check_choice("estimator", self.estimator, SOLVERS)
-        elif not hasattr(self.estimator, "fit"):
-            raise InvalidInputError(f"estimator must be one of {SOLVERS} or a classifier, got "
-                                    f"{self.estimator!r}.")
+        elif type(self.estimator).__name__ not in LINEAR_MODELS:
+            # refused before any work: a voter keeps only its linear model's arrays and is
+            # rebuilt as one of these, so another class would fail after training them all
+            raise InvalidInputError(
+                f"estimator must be one of {SOLVERS} or an instance of one of "
+                f"{', '.join(LINEAR_MODELS)} (a voter is saved and rebuilt from its coef_, "
+                f"intercept_ and classes_ alone), got {self.estimator!r}.")
         # numbers.Real: a C from a numpy grid (GridSearchCV over np.arange or np.logspace
         # hands out numpy scalars) is a number too; a bool is not
         if (isinstance(self.C, bool) or not isinstance(self.C, numbers.Real)

@@ -34,12 +34,14 @@ _MAX_SEED = 2**63 - 1
 #: process-wide generator seeded per fit: two fits in threads of one process would
 #: interleave its draws and change each other's coefficients, so they take turns.
 _LIBLINEAR_LOCK = threading.Lock()
-#: Linear models a saved ensemble may name (loading imports nothing else).
+#: Linear models a saved ensemble may name (loading imports nothing else): those a
+#: voter is rebuilt as from its ``coef_``, ``intercept_`` and ``classes_`` alone.
+#: (``RidgeClassifier`` is not one: it reads ``classes_`` from a label binarizer, and its
+#: closed-form solvers leave ``n_iter_`` None; no ensemble of it could ever be trained.)
 _MODEL_CLASSES = {
     "LinearSVC": "sklearn.svm",
     "SGDClassifier": "sklearn.linear_model",
     "LogisticRegression": "sklearn.linear_model",
-    "RidgeClassifier": "sklearn.linear_model",
     "Perceptron": "sklearn.linear_model",
     "PassiveAggressiveClassifier": "sklearn.linear_model",
     "PrimalLinearSVC": "dkrp.linear_svm",
@@ -74,6 +76,10 @@ def voter_seeds(seed: int, index: int) -> tuple[int, int]:
     projector_seed = int(rng.integers(0, _MAX_SEED, dtype=np.int64))
     model_seed = int(rng.integers(0, 2**32 - 1, dtype=np.int64))  # scikit-learn's range
     return projector_seed, model_seed
+
+
+#: The class names ``estimator=`` may be an instance of (:func:`linear_model_class`).
+LINEAR_MODELS = tuple(sorted(_MODEL_CLASSES))
 
 
 def linear_model_class(name):
