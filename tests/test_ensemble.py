@@ -1799,3 +1799,16 @@ def test_numpy_numbers_from_a_grid_train_every_voter(digits):
                                          **kw).fit(Xtr, ytr)
     plain = RandomFeatureVotingClassifier(n_components=20, gamma=0.02, **kw).fit(Xtr, ytr)
     assert np.array_equal(grid.decision_function(Xte), plain.decision_function(Xte))
+
+
+def test_a_partition_voter_called_with_fewer_labels_than_rows_names_its_partition():
+    # fit pairs each row block with its labels' block, so only a direct caller of
+    # train_voter (a user's own blockwise job) can hand it mismatched lengths
+    from dkrp.ensemble.voters import make_model, train_voter
+
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    with pytest.raises(PartitionInputError) as info:
+        train_voter(X, np.arange(9) % 2, dkrp.RandomFourierFeatures(n_components=4),
+                    make_model("newton", 1.0, 10, 4, 0), 0, partition=3, row_offset=30)
+    assert str(info.value) == "Partition 3 has 10 rows of X but 9 labels."
+    assert info.value.partition == 3
