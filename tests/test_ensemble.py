@@ -1812,3 +1812,37 @@ def test_a_partition_voter_called_with_fewer_labels_than_rows_names_its_partitio
                     make_model("newton", 1.0, 10, 4, 0), 0, partition=3, row_offset=30)
     assert str(info.value) == "Partition 3 has 10 rows of X but 9 labels."
     assert info.value.partition == 3
+
+
+def test_time_one_voter_times_voter_zero_on_a_sample_and_scales_it_to_a_voters_rows(
+        digits, caplog):
+    # the CLI's estimate before a long train: the sample is the first min(rows per voter,
+    # max_rows) rows, a voter's rows are all of them ("full") or the longest row block,
+    # ceil(n / n_voters) ("partition"), and the time scales linearly from one to the other
+    from dkrp.ensemble.training import time_one_voter
+
+    Xtr, ytr, _, _ = digits
+    X, y = Xtr[:301], ytr[:301]
+    cases = [({"strategy": "partition"}, 1000, 76, 76), ({"strategy": "partition"}, 50, 50, 76),
+             ({}, 120, 120, 301), ({}, 1000, 301, 301)]
+    for params, max_rows, sample_rows, rows_per_voter in cases:
+        model = RandomFeatureVotingClassifier(n_voters=4, n_components=20, random_state=0,
+                                              **params)
+        before = model.get_params(deep=False)
+        for data in ((X, y), (da.from_array(X, chunks=(100, 64)), da.from_array(y, chunks=100))):
+            est = time_one_voter(model, *data, max_rows=max_rows)
+            assert est is not None, (params, max_rows)
+            assert (est["sample_rows"], est["rows_per_voter"]) == (sample_rows, rows_per_voter)
+            assert est["solver"] == "PrimalLinearSVC" and est["measured"] > 0
+            assert est["seconds"] == pytest.approx(est["measured"] * rows_per_voter / sample_rows)
+        assert model.get_params(deep=False) == before and not hasattr(model, "estimators_")
+    # the solver is the one fit would pick for the voter
+    dual = RandomFeatureVotingClassifier(n_voters=2, n_components=20, estimator="dual",
+                                         random_state=0)
+    assert time_one_voter(dual, X, y, max_rows=100)["solver"] == "LinearSVC(dual=True)"
+    # a sample that cannot train gives no estimate (fit says what is wrong, if anything)
+    order = np.argsort(y, kind="stable")
+    with caplog.at_level("INFO", logger="dkrp.ensemble.training"):
+        assert time_one_voter(dual, X[order], y[order], max_rows=20) is None
+    assert any("no time estimate: the sample could not train a voter" in r.getMessage()
+               for r in caplog.records)
