@@ -1840,7 +1840,19 @@ def test_time_one_voter_times_voter_zero_on_a_sample_and_scales_it_to_a_voters_r
     dual = RandomFeatureVotingClassifier(n_voters=2, n_components=20, estimator="dual",
                                          random_state=0)
     assert time_one_voter(dual, X, y, max_rows=100)["solver"] == "LinearSVC(dual=True)"
-    # a sample that cannot train gives no estimate (fit says what is wrong, if anything)
+    # a dask X is read once, for its sample's one block: not again by each timed voter
+    reads = []
+
+    def block(b, block_info=None):
+        reads.append(block_info[0]["chunk-location"][0])
+        return b
+
+    lazy = da.from_array(X, chunks=(100, 64)).map_blocks(block, dtype=X.dtype)
+    assert time_one_voter(dual, lazy, da.from_array(y, chunks=100), max_rows=100) is not None
+    assert reads == [0]
+    # a sample that cannot train gives no estimate (fit says what is wrong, if anything):
+    # one row, or rows of one class
+    assert time_one_voter(dual, X, y, max_rows=1) is None
     order = np.argsort(y, kind="stable")
     with caplog.at_level("INFO", logger="dkrp.ensemble.training"):
         assert time_one_voter(dual, X[order], y[order], max_rows=20) is None
