@@ -148,12 +148,12 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
         # shuffling or another strategy would not help
         raise InvalidInputError(Message(
             "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two.",
-            index, labels[0], where))
+            index, _plain(labels[0]), where))
     if labels.size < 2:
         raise InvalidInputError(Message(
             "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two. "
             "Shuffle the rows before ingesting (partition voters see one row block each) or "
-            "use {}.", index, labels[0], where, Param("strategy", "full")))
+            "use {}.", index, _plain(labels[0]), where, Param("strategy", "full")))
     projector = clone(projector)
     model = clone(model)
     # BLAS on one thread: the solvers' products are small and memory-bound, and a
@@ -185,6 +185,11 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
         "seconds": time.perf_counter() - t0,
         "worker": worker_address(),
     }
+
+
+def _plain(label):
+    """A label as the user wrote it in a message: ``0``, not ``np.int64(0)``."""
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def _uses_liblinear(model):
