@@ -1860,3 +1860,39 @@ def test_time_one_voter_times_voter_zero_on_a_sample_and_scales_it_to_a_voters_r
     assert any(r.getMessage().startswith("no time estimate: the sample could not train a "
                                          "voter (Voter 0 was given one class only (0) in ")
                for r in caplog.records)
+
+
+def test_full_strategy_fits_of_other_rows_on_one_client_never_share_a_voter_key(digits):
+    # the folds of a search fit one spec on other rows of one shape, at once on one
+    # client (threads): voter keys named by spec and shape alone were shared, and dask
+    # handed 3 of 4 folds another fold's voters (measured before the fix)
+    import threading
+
+    from distributed import Client
+
+    Xtr, ytr, _, _ = digits
+    folds = [(Xtr[i * 300:(i + 1) * 300], ytr[i * 300:(i + 1) * 300]) for i in range(4)]
+    params = {"n_voters": 2, "n_components": 100, "gamma": 0.02, "random_state": 0}
+    models = [None] * 4
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as local, \
+            Client(local, set_as_default=False) as shared:
+        start = threading.Barrier(4)
+
+        def fit(i):
+            start.wait()
+            models[i] = RandomFeatureVotingClassifier(**params).fit(*folds[i], client=shared)
+
+        threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+        def voter_keys(dask_scheduler):
+            return sorted({str(entry[0]) for entry in dask_scheduler.transition_log
+                           if str(entry[0]).startswith("dkrp-voter-")})
+
+        keys = shared.run_on_scheduler(voter_keys)
+    assert len(keys) == 8  # 2 voters x 4 folds, however the fits overlapped
+    for model, fold in zip(models, folds):
+        assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(*fold))

@@ -137,7 +137,9 @@ def fit_full(X, y, voters, client, report, dask_input, run):
     else:
         Xf = client.scatter(X, broadcast=True, hash=False)
         yf = client.scatter(y, broadcast=True, hash=False)
-    token = _spec_token(voters, X.shape)
+    # the data's futures name the data: two fits of one spec on other rows of one shape
+    # (the folds of a search running at once on one client) must not share a key
+    token = _spec_token(voters, X.shape, Xf.key, yf.key)
     futures = {
         client.submit(train_voter, Xf, yf, *voters[i], i, key=f"dkrp-voter-{token}-{i}",
                       pure=False, retries=run.retries): i
@@ -223,11 +225,12 @@ def checked_block(block, offsets, block_info=None):
     return block
 
 
-def _spec_token(voters, shape):
+def _spec_token(voters, shape, *data):
+    """A token of the voters' maps and models, the input's shape and ``data`` (keys)."""
     from dask.base import tokenize
 
     return tokenize([(p.get_params(), type(m).__name__, m.get_params()) for p, m in voters],
-                    shape)
+                    shape, *data)
 
 
 def _gather(futures, client, run, report, total, where):
