@@ -1894,5 +1894,5 @@ def test_full_strategy_fits_of_other_rows_on_one_client_never_share_a_voter_key(
 
         keys = shared.run_on_scheduler(voter_keys)
     assert len(keys) == 8  # 2 voters x 4 folds, however the fits overlapped
-    for model, fold in zip(models, folds):
+    for model, fold in zip(models, folds, strict=True):
         assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(*fold))
