@@ -1893,6 +1893,13 @@ def test_full_strategy_fits_of_other_rows_on_one_client_never_share_a_voter_key(
                            if str(entry[0]).startswith("dkrp-voter-")})
 
         keys = shared.run_on_scheduler(voter_keys)
-    assert len(keys) == 8  # 2 voters x 4 folds, however the fits overlapped
-    for model, fold in zip(models, folds, strict=True):
-        assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(*fold))
+        assert len(keys) == 8  # 2 voters x 4 folds, however the fits overlapped
+        for model, fold in zip(models, folds, strict=True):
+            assert _same_coefs(model, RandomFeatureVotingClassifier(**params).fit(*fold))
+        # one dask array, two specs: the same rows (their graph's keys), other voters
+        Xd = da.from_array(folds[0][0], chunks=(100, 64))
+        yd = da.from_array(folds[0][1], chunks=100)
+        for C in (1.0, 2.0):
+            model = RandomFeatureVotingClassifier(**params, C=C).fit(Xd, yd, client=shared)
+            assert _same_coefs(model, RandomFeatureVotingClassifier(**params, C=C).fit(*folds[0]))
+        assert len(shared.run_on_scheduler(voter_keys)) == 12
