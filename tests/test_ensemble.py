@@ -1537,6 +1537,7 @@ def test_fit_is_quiet_by_default_and_shows_a_bar_of_voters_when_asked(digits, ca
     model.fit(Xtr[:300], ytr[:300], progress=True)
     err = capsys.readouterr().err
     assert "voters: 100%" in err and "3/3" in err and err.endswith("\n")
+    assert re.search(r"(voter/s|s/voter)\]", err), err  # the rate counts voters
     X = np.random.default_rng(0).standard_normal((9, 3))
     y = np.array([0, 1, 0, 1, 0, 1, 1, 1, 0])  # block 2 of 4 holds class 1 only
     with pytest.raises(ValueError, match="holds one class only") as info:
