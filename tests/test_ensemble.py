@@ -1230,15 +1230,18 @@ def test_partition_splits_dask_input_into_the_blocks_of_numpy_input():
 
 def test_partition_tasks_are_named_by_their_block_and_data():
     # keys name the voter tasks in errors and on the dashboard, and two fits of other
-    # data on one client must never share a key (dask would hand back the other's voter)
+    # rows, labels or voters on one client must never share a key (dask would hand back
+    # the other's voter)
     from dkrp.ensemble.training import _blockwise_class
+    from dkrp.ensemble.voters import make_model
 
     rng = np.random.default_rng(0)
-    voters = [(dkrp.RandomFourierFeatures(n_components=4, random_state=i), None)
-              for i in range(3)]
+    labels = np.arange(12) % 2
 
-    def keys(X):
-        Xd, yd = da.from_array(X, chunks=(4, 3)), da.from_array(np.arange(12) % 2, chunks=4)
+    def keys(X, y=labels, C=1.0):
+        voters = [(dkrp.RandomFourierFeatures(n_components=4, random_state=i),
+                   make_model("newton", C, 4, 4, i)) for i in range(3)]
+        Xd, yd = da.from_array(X, chunks=(4, 3)), da.from_array(y, chunks=4)
         tasks = _blockwise_class()(voters=voters).fit_tasks(Xd, yd)
         return [t.key for t in tasks]
 
@@ -1246,7 +1249,9 @@ def test_partition_tasks_are_named_by_their_block_and_data():
     first = keys(X)
     assert all(str(k).startswith("dkrp-voter-") for k in first) and len(set(first)) == 3
     assert keys(X) == first  # deterministic
-    assert not set(keys(X + 1.0)) & set(first)  # other data, other keys
+    assert not set(keys(X + 1.0)) & set(first)  # other rows, other keys
+    assert not set(keys(X, y=np.arange(12) % 3)) & set(first)  # other labels
+    assert not set(keys(X, C=2.0)) & set(first)  # other voters (a search's C grid)
 
 
 def test_labels_of_one_class_under_a_wider_classes_say_so_without_advice_that_cannot_help():
@@ -1863,7 +1868,7 @@ def test_time_one_voter_times_voter_zero_on_a_sample_and_scales_it_to_a_voters_r
                for r in caplog.records)
 
 
-def test_full_strategy_fits_of_other_rows_on_one_client_never_share_a_voter_key(digits):
+def test_fits_at_once_on_one_client_never_share_a_voter_key(digits):
     # the folds of a search fit one spec on other rows of one shape, at once on one
     # client (threads): voter keys named by spec and shape alone were shared, and dask
     # handed 3 of 4 folds another fold's voters (measured before the fix)
@@ -1904,3 +1909,21 @@ def test_full_strategy_fits_of_other_rows_on_one_client_never_share_a_voter_key(
             model = RandomFeatureVotingClassifier(**params, C=C).fit(Xd, yd, client=shared)
             assert _same_coefs(model, RandomFeatureVotingClassifier(**params, C=C).fit(*folds[0]))
         assert len(shared.run_on_scheduler(voter_keys)) == 12
+        # the partition strategy: a C grid on the same rows at once (3 of 4 fits were
+        # handed another C's voters before the keys named the voter)
+        grid = [0.1, 1.0, 10.0, 100.0]
+        part = {**params, "strategy": "partition"}
+
+        def fit_c(i):
+            start.wait()
+            models[i] = RandomFeatureVotingClassifier(**part, C=grid[i]).fit(
+                *folds[0], client=shared)
+
+        threads = [threading.Thread(target=fit_c, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(shared.run_on_scheduler(voter_keys)) == 20
+    for model, C in zip(models, grid, strict=True):
+        assert _same_coefs(model, RandomFeatureVotingClassifier(**part, C=C).fit(*folds[0]))

@@ -61,10 +61,13 @@ def _blockwise_class():
                     "row blocks.")
             offsets = row_offsets(X.chunks[0])
             train = dask.delayed(_train_voter_retrying, pure=True)
+            # a key names the block's rows, its labels and the voter: fits of other
+            # parameters (a search's C grid) or labels on the same rows, at once on one
+            # client, must not be handed each other's voters
             return [
                 train(Xb, yb, proj, model, i, partition=i, row_offset=offsets[i],
-                      retries=self.retries,
-                      dask_key_name=f"dkrp-voter-{dask.base.tokenize(Xb.key, i)}")
+                      retries=self.retries, dask_key_name="dkrp-voter-" + dask.base.tokenize(
+                          Xb.key, yb.key, i, _spec_token([(proj, model)], None)))
                 for i, (Xb, yb, (proj, model)) in enumerate(zip(Xs, ys, self.voters, strict=True))
             ]
 
