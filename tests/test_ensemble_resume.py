@@ -189,6 +189,23 @@ def test_one_attempt_suggests_retries_on_a_cluster(tmp_path, cluster_address):
         "error is transient).")
 
 
+def test_a_full_strategy_voters_failure_on_a_cluster_names_the_voter_without_rows(
+        tmp_path, cluster_address):
+    # as in this process: every voter sees all rows, so no partition or rows are named
+    from distributed import Client
+
+    X, y = _data()
+    model = RandomFeatureVotingClassifier(n_voters=2, method=_faulty(X, 0, tmp_path, times=0),
+                                          n_components=None, random_state=3)
+    with Client(cluster_address, set_as_default=False) as in_process, \
+            pytest.raises(VoterError) as info:
+        model.fit(X, y, client=in_process)
+    assert str(info.value) == (
+        f"Voter {info.value.voter} failed after 1 attempt: OSError: [Errno 5] Input/output "
+        "error (injected by dkrp.testing.faulty) (or pass retries=N if the error is "
+        "transient).")
+
+
 def _voter_tasks(dask_scheduler=None):
     return sorted(str(k) for k in dask_scheduler.tasks if str(k).startswith("dkrp-voter-"))
 
