@@ -122,6 +122,21 @@ def test_a_full_strategy_voter_that_fails_once_is_retried_on_a_cluster(tmp_path,
     _same_voters(there, model().fit(X, y))  # as trained here (the fault is used up)
 
 
+def test_a_full_strategy_voter_that_fails_once_is_retried_in_this_process(tmp_path):
+    # without a cluster the voters train here in turn; retries= and the progress total
+    # reach them as on a cluster
+    X, y = _data()
+    seen = []
+
+    def model():
+        return RandomFeatureVotingClassifier(n_voters=2, method=_faulty(X, 0, tmp_path / "s"),
+                                             n_components=None, random_state=3)
+
+    here = model().fit(X, y, retries=1, progress=lambda done, total: seen.append((done, total)))
+    assert len(fault_pids(tmp_path / "s")) == 1 and seen == [(1, 2), (2, 2)]
+    _same_voters(here, model().fit(X, y))  # (the fault is used up)
+
+
 def test_bad_input_is_refused_at_once_whatever_the_retries(caplog):
     # a row block of one class (dask input, found by its voter) cannot train on any
     # attempt: retries=3 must not train it three more times before saying so
