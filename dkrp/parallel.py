@@ -454,8 +454,11 @@ def _worker_check(spec_text):
     return {"checksum": checksum, "error": message, **versions}
 
 
-def check_workers(client, projector) -> dict:
+def check_workers(client, projector, *, wait=60.0) -> dict:
     """Regenerate ``projector`` on every worker and compare checksums with the client.
+
+    A cluster whose workers are all gone for a moment (killed, preempted, restarting)
+    is waited for, up to ``wait`` seconds, so a job rides out that churn.
 
     Returns
     -------
@@ -471,23 +474,34 @@ def check_workers(client, projector) -> dict:
     ClusterError
         (A ``RuntimeError``.) If the cluster has no workers, or none answered.
     """
+    import time
+
     text = spec_json(projector)
-    answers = client.run(_worker_check, text, on_error="return")
-    # a worker that died while asked (preempted, killed) is not a mismatch: its
-    # replacement is not checked here, but every task verifies the checksum of the
-    # spec it rebuilds, wherever it runs
-    lost = sorted(addr for addr, r in answers.items() if isinstance(r, OSError))
-    for addr, r in answers.items():
-        if isinstance(r, BaseException) and addr not in lost:
-            raise r
-    results = {addr: r for addr, r in answers.items() if addr not in lost}
-    if lost:
-        logger.warning("worker(s) %s stopped answering while the hyperplanes were checked; "
-                       "%d other(s) checked", ", ".join(lost), len(results))
+    deadline = time.monotonic() + wait
+    while True:
+        answers = client.run(_worker_check, text, on_error="return")
+        # a worker that died while asked (preempted, killed) is not a mismatch: its
+        # replacement is not checked here, but every task verifies the checksum of the
+        # spec it rebuilds, wherever it runs
+        lost = sorted(addr for addr, r in answers.items() if isinstance(r, OSError))
+        for addr, r in answers.items():
+            if isinstance(r, BaseException) and addr not in lost:
+                raise r
+        results = {addr: r for addr, r in answers.items() if addr not in lost}
+        if lost:
+            logger.warning("worker(s) %s stopped answering while the hyperplanes were "
+                           "checked; %d other(s) checked", ", ".join(lost), len(results))
+        remaining = deadline - time.monotonic()
+        if results or remaining <= 0:
+            break
+        with contextlib.suppress(TimeoutError):  # the loop's next pass says what is wrong
+            client.wait_for_workers(1, timeout=max(remaining, 0.1))
     if not results:
-        raise ClusterError("The cluster has no workers to check." if not lost else
-                           f"Every worker ({', '.join(lost)}) stopped answering while the "
-                           "hyperplanes were checked.")
+        raise ClusterError(
+            (f"The cluster has no workers to check (waited {wait:g} s for one)." if not lost
+             else f"Every worker ({', '.join(lost)}) stopped answering while the hyperplanes "
+                  f"were checked, and none answered within {wait:g} s.")
+            + " Start workers, or check that they can reach the scheduler.")
     expected = projector.spec_checksum_
     bad = {addr: r for addr, r in results.items() if r["checksum"] != expected}
     if bad:

@@ -681,7 +681,7 @@ def test_bad_dask_input_names_partition_and_row(digits, client):
     ysorted = np.where(np.arange(len(ytr)) < 300, 0, ytr)  # block 0: all zeros
     model = RandomFeatureVotingClassifier(n_voters=4, n_components=20, strategy="partition",
                                           random_state=0)
-    with pytest.raises(ValueError, match=r"one class only \(np.int64\(0\)\) in partition 0 "
+    with pytest.raises(ValueError, match=r"one class only \(0\) in partition 0 "
                                          r"\(rows 0..299\)"):
         model.fit(da.from_array(Xtr, chunks=(300, -1)), da.from_array(ysorted, chunks=300),
                   client=client)

@@ -83,3 +83,21 @@ def test_a_worker_killed_while_the_hyperplanes_are_checked_is_not_a_mismatch(cap
         assert checked == {survivor: krp.spec_checksum_}
         assert (f"worker(s) {victim} stopped answering while the hyperplanes were checked; "
                 "1 other(s) checked") in caplog.text
+
+
+def test_the_hyperplane_check_waits_for_a_cluster_whose_workers_are_all_gone():
+    # a job submitted while every worker is being restarted (killed at start-up,
+    # preempted) waits for one instead of failing at once: CI's chaos test failed with
+    # "The cluster has no workers to check." when the kills caught that moment
+    from dkrp import PolynomialRandomProjection
+    from dkrp.parallel import check_workers
+
+    krp = PolynomialRandomProjection(n_components=10, random_state=0).fit(np.ones((3, 5)))
+    with start_local_cluster(n_workers=0, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        with pytest.raises(ClusterError, match=r"^The cluster has no workers to check \(waited "
+                                               r"0\.5 s for one\)\. Start workers, or check "):
+            check_workers(c, krp, wait=0.5)
+        threading.Timer(1.0, cluster.scale, (1,)).start()
+        checked = check_workers(c, krp, wait=60)
+    assert list(checked.values()) == [krp.spec_checksum_]
