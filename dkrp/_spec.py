@@ -171,7 +171,7 @@ def state_checksum(est) -> str:
 
 def to_spec(est) -> dict:
     """The JSON-serialisable spec of a fitted projector (see :meth:`BaseProjector.to_spec`)."""
-    params = {name: _plain(value) for name, value in est.get_params(deep=False).items()}
+    params = {name: plain_json(value) for name, value in est.get_params(deep=False).items()}
     params["random_state"] = int(est.seed_)
     spec = {
         "format": SPEC_FORMAT,
@@ -192,16 +192,17 @@ def to_spec(est) -> dict:
     return spec
 
 
-def _plain(value):
-    """A parameter as JSON holds it: numpy scalars (a grid from ``np.arange`` or
+def plain_json(value):
+    """A value as JSON holds it: numpy scalars (a grid from ``np.arange`` or
     ``np.logspace`` hands them out) become the Python numbers they equal, so the spec and
-    its checksum are those of ``n_components=10``, not a ``TypeError``."""
+    its checksum are those of ``n_components=10``, not a ``TypeError`` (and a message
+    says ``0``, not ``np.int64(0)``)."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
+        return type(value)(plain_json(v) for v in value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_json(v) for k, v in value.items()}
     return value
 
 

@@ -495,7 +495,7 @@ def check_workers(client, projector, *, wait=60.0) -> dict:
         if results or remaining <= 0:
             break
         with contextlib.suppress(TimeoutError):  # the loop's next pass says what is wrong
-            client.wait_for_workers(1, timeout=max(remaining, 0.1))
+            client.wait_for_workers(1, timeout=remaining)
     if not results:
         raise ClusterError(
             (f"The cluster has no workers to check (waited {wait:g} s for one)." if not lost

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 
 from .._random import block_generator
+from .._spec import plain_json
 from .._validation import check_finite_rows
 from ..errors import InvalidInputError, Message, Param, PartitionInputError, SpecError
 
@@ -143,17 +144,15 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
                 "labels.", partition=partition)
     y = np.asarray(y)
     labels = np.unique(y)
-    if labels.size < 2 and partition is None:
-        # every voter sees all rows (y holds one class, though classes= names more):
-        # shuffling or another strategy would not help
-        raise InvalidInputError(Message(
-            "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two.",
-            index, _plain(labels[0]), where))
     if labels.size < 2:
+        said = "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two."
+        if partition is None:
+            # every voter sees all rows (y holds one class, though classes= names more):
+            # shuffling or another strategy would not help
+            raise InvalidInputError(Message(said, index, plain_json(labels[0]), where))
         raise InvalidInputError(Message(
-            "Voter {} was given one class only ({!r}) in {}: a classifier needs at least two. "
-            "Shuffle the rows before ingesting (partition voters see one row block each) or "
-            "use {}.", index, _plain(labels[0]), where, Param("strategy", "full")))
+            said + " Shuffle the rows before ingesting (partition voters see one row block "
+            "each) or use {}.", index, plain_json(labels[0]), where, Param("strategy", "full")))
     projector = clone(projector)
     model = clone(model)
     # BLAS on one thread: the solvers' products are small and memory-bound, and a
@@ -185,11 +184,6 @@ def train_voter(X, y, projector, model, index, partition=None, row_offset=0):
         "seconds": time.perf_counter() - t0,
         "worker": worker_address(),
     }
-
-
-def _plain(label):
-    """A label as the user wrote it in a message: ``0``, not ``np.int64(0)``."""
-    return label.item() if isinstance(label, np.generic) else label
 
 
 def _uses_liblinear(model):
