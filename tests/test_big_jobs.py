@@ -10,6 +10,7 @@ so without --yes a big job is refused; the interactive question is reached by re
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -71,9 +72,13 @@ def test_featurize_prints_its_size_and_estimated_time_and_refuses_without_yes(
              2000, "--confirm-above", "10MiB", *NO_CLUSTER)
     assert r.exit_code == 1, r.output
     announce, refusal = r.output.splitlines()
-    assert announce.startswith(
+    # the .npy reader's row blocks (and so the chunk grid) follow the CPUs this process has
+    grid = re.match(re.escape(
         f"featurize: {out.absolute()} will hold 1797 x 2000 float64 features = 27.4 MiB; "
-        "27.4 MiB to write in 4 chunks of 512 rows; estimated ")
+        "27.4 MiB to write in ") + r"(\d+) chunks of (\d+) rows; estimated ", announce)
+    assert grid, announce
+    n_chunks, rows = map(int, grid.groups())
+    assert (n_chunks - 1) * rows < 1797 <= n_chunks * rows
     assert "rows/s measured on one core over 1024 sample rows" in announce
     assert "disk writes not included" in announce
     assert refusal == (f"Error: featurize would write 27.4 MiB to {out.absolute()}, more than "
