@@ -22,6 +22,7 @@ from sklearn.linear_model import LogisticRegressionCV, RidgeClassifier
 import dkrp
 from dkrp._resources import available_cpus
 from dkrp.ensemble import RandomFeatureVotingClassifier, hard_vote, voter_seeds
+from dkrp.ensemble.persistence import sha256_of_file
 from dkrp.errors import PartitionInputError, SpecError
 from dkrp.parallel import start_local_cluster
 
@@ -304,6 +305,11 @@ def test_save_load_gives_identical_predictions(digits, saved):
     import sklearn
 
     manifest = json.loads((path / "dkrp.json").read_text())
+    # the manifest's fields, and no other (readers of the format see exactly these)
+    assert sorted(manifest) == ["arrays_file", "arrays_sha256", "class", "classes",
+                                "fit_seconds", "format", "format_version", "n_features_in",
+                                "params", "seed", "versions", "voters"]
+    assert manifest["arrays_sha256"] == sha256_of_file(path / "voters.npz")
     assert manifest["class"] == "RandomFeatureVotingClassifier"
     assert manifest["versions"] == {"dkrp": dkrp.__version__, "numpy": np.__version__,
                                     "scikit-learn": sklearn.__version__}
@@ -380,8 +386,6 @@ def _copy(path, dest):
 
 
 def _rewrite_sha(path):
-    from dkrp.ensemble.persistence import sha256_of_file
-
     manifest = json.loads((path / "dkrp.json").read_text())
     manifest["arrays_sha256"] = sha256_of_file(path / "voters.npz")
     (path / "dkrp.json").write_text(json.dumps(manifest))
