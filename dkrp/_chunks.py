@@ -422,6 +422,31 @@ def check_chunks(array_dir, coords_list):
     return bad
 
 
+def open_checked_metadata(store, name):
+    """Open array ``name`` of ``store`` read-only, or refuse a store whose array metadata is
+    gone or unreadable (nothing says how its chunks are laid out: only a rebuild helps).
+
+    Read-only on purpose: zarr opening for writing creates a missing array's directory,
+    and a check must not change the store it checks.
+
+    Raises
+    ------
+    CorruptStoreError
+        Naming the array, zarr's reason, and the rebuild.
+    """
+    import zarr
+
+    try:
+        return zarr.open_array(str(Path(store) / name), mode="r")
+    except Exception as exc:  # noqa: BLE001 - no metadata: nothing to check against
+        raise CorruptStoreError(Message(
+            "Store {}: the metadata of array {!r} ({}/zarr.json) is missing or unreadable "
+            "({}: {}); its chunks cannot be checked. Rebuild the store (featurize or ingest "
+            "with {}).", store, name, name, type(exc).__name__, exc,
+            Param("overwrite", True))
+        ) from exc
+
+
 def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
     """Check every chunk of the arrays ``names`` of ``store``: present, and decodable.
 
@@ -448,21 +473,12 @@ def check_arrays(store, names, *, client=None, batch_bytes=256 * 2**20) -> dict:
         "detail"}`` sorted by array and chunk; ``chunks_checked``.
     """
     import dask
-    import zarr
 
     store = Path(store)
     arrays, problems, tasks = {}, [], []
     for name in names:
         array_dir = store / name
-        try:
-            array = zarr.open_array(str(array_dir), mode="r")
-        except Exception as exc:  # noqa: BLE001 - no metadata: nothing to check against
-            raise CorruptStoreError(Message(
-                "Store {}: the metadata of array {!r} ({}/zarr.json) is missing or unreadable "
-                "({}: {}); its chunks cannot be checked. Rebuild the store (featurize or ingest "
-                "with {}).", store, name, name, type(exc).__name__, exc,
-                Param("overwrite", True))
-            ) from exc
+        array = open_checked_metadata(store, name)
         all_chunks = chunk_indices(array)
         arrays[name] = {"chunks": len(all_chunks), "checksums": has_checksums(array)}
         missing = set(missing_chunks(array_dir, array))

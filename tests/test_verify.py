@@ -451,6 +451,28 @@ def test_verify_of_a_store_whose_array_metadata_is_gone_says_to_rebuild_it(store
                             "or ingest with overwrite=True).")
 
 
+@pytest.mark.parametrize("name", ["Z", "done"])
+def test_verify_of_a_store_whose_array_directory_is_gone_changes_nothing(stores, name):
+    # a user's store with a whole array deleted: the refusal says which array, zarr's
+    # reason and the rebuild (before: the done markers' bare FileNotFoundError), and the
+    # check writes nothing (zarr opening for writing creates the missing directory)
+    from dkrp.errors import CorruptStoreError
+    from dkrp.feature_store import verify_store
+
+    store = stores / "f.zarr"
+    shutil.rmtree(store / name)
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    with pytest.raises(CorruptStoreError) as err:
+        verify_store(store)
+    cause = err.value.__cause__
+    assert str(err.value) == (
+        f"Store {store}: the metadata of array {name!r} ({name}/zarr.json) is missing or "
+        f"unreadable ({type(cause).__name__}: {cause}); its chunks cannot be checked. "
+        "Rebuild the store (featurize or ingest with overwrite=True).")
+    assert str(cause)
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+
+
 # -- stores written before checksums (dkrp 0.1.0) -------------------------------------------
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._chunks import check_arrays, check_chunks, chunk_key, chunk_region
+from .._chunks import check_arrays, check_chunks, chunk_key, chunk_region, open_checked_metadata
 from .._store import read_attrs
 from ..errors import (
     FeatureStoreError,
@@ -145,7 +145,6 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
         As :func:`verify_store`; also a store that says it holds labels but lacks
         array ``y``, and a repair of ``y`` from an input without labels.
     """
-    import zarr
 
     path = Path(path).expanduser().absolute()
     attrs = read_attrs(path)
@@ -155,7 +154,7 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
     complete = attrs.get("complete") is True
     # the done markers first: a writer still running writes a chunk before its marker,
     # so a chunk marked done here is on disk when the chunks are listed below
-    done_array = zarr.open_array(str(path / "done"), mode="r")
+    done_array = open_checked_metadata(path, "done")
     done = np.zeros(n_chunks, dtype=bool)
     for i in range(n_chunks):
         try:
