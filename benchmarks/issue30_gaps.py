@@ -19,12 +19,14 @@ Two gaps remain open after ``srf_review_grid.py``, ``srf_review_sampler.py``,
         entry minus its exact column): a difference that does not depend on which
         digits are tested.
     ``D``
-        dkrp's SRF + LinearSVC (C = 1) on the review's split at D = 256 ... 8192, map
+        dkrp's SRF + LinearSVC (C = 1) on the review's split at D = 128 ... 8192, map
         seeds 0-2 (0-1 above D = 1024): each column of the review's Table 1 (printed
-        as D = 2^9 ... 2^14) beside dkrp at the printed D and at half of it. The review's
-        notebook (``SRF-stats.ipynb``) runs D = 2^6 ... 2^14 (nine values) and its table
-        shows six of them: an index one off would print D = 2^8 ... 2^13 under those
-        headers.
+        as D = 2^9 ... 2^14) beside dkrp at the printed D and at the D the review ran.
+        The review's notebook (``SRF-stats.ipynb``) runs D = 2^6 ... 2^14 (nine values,
+        ``Ds = [2**i for i in range(6, 15)]``) and writes the table's cell for header
+        2^j as ``mean[j - 8]``: index 1 ... 6, i.e. D = 2^7 ... 2^12, a quarter of the
+        printed D (its "Time in s" row, ``100 * meant[j - 8]``, is in hundredths of a
+        second for the same reason).
 
     The review's figures are read from ``dkrp/experiments/published.csv``.
 
@@ -39,7 +41,7 @@ Two gaps remain open after ``srf_review_grid.py``, ``srf_review_sampler.py``,
     six "review runs" (random starts, seeds 0-5) each take the first accepted fit of the
     review's loop with that gradient (:func:`review_fit_as_written`); its surrogate is
     sampled by the review's grid rule with :math:`\sqrt{2/D}` features
-    (``srf_review_grid.grid_features``) at D = 512 and 1024, map seeds 0-2, on the
+    (``srf_review_grid.grid_features``) at D = 128 ... 1024, map seeds 0-2, on the
     review's split. The review fits once per degree and reuses that surrogate for every D
     and all ten draws of its Table 1, so the spread over runs is the spread a Table 1 row
     carries beyond its printed ± (which is over the draws only).
@@ -66,7 +68,8 @@ Two gaps remain open after ``srf_review_grid.py``, ``srf_review_sampler.py``,
 
 Writes ``runs.csv`` (one row per fit, appended as it is done; a rerun skips the rows
 already there) and ``README.md`` (tables generated from the rows; a ``## Conclusion``
-section already in the README is kept) to ``--out``. About 45 minutes on one core.
+section already in the README is kept) to ``--out``. About an hour on one core (this run:
+MNIST 37 minutes, most of it the CV fits; USPS 8; usps-fit 14).
 
 Run from the repository root::
 
@@ -89,10 +92,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # srf_review_grid, its
 USPS_DEGREES = (3, 7, 10, 20)
 #: the D the review's Table 1 prints (2^9 .. 2^14), and one power of two below
 TABLE_D = (512, 1024, 2048, 4096, 8192, 16384)
-USPS_D = (256, 512, 1024, 2048, 4096, 8192)
+USPS_D = (128, 256, 512, 1024, 2048, 4096, 8192)
 #: map seeds per D (two above 1024: those fits take minutes at p = 3)
-USPS_MAP_SEEDS = {256: (0, 1, 2), 512: (0, 1, 2), 1024: (0, 1, 2), 2048: (0, 1),
-                  4096: (0, 1), 8192: (0, 1)}
+USPS_MAP_SEEDS = {128: (0, 1, 2), 256: (0, 1, 2), 512: (0, 1, 2), 1024: (0, 1, 2),
+                  2048: (0, 1), 4096: (0, 1), 8192: (0, 1)}
+#: the review's table cell for header 2^j is ``mean[j - 8]`` of its runs at
+#: D = 2^6 ... 2^14 (``SRF-stats.ipynb``, "LaTeX tables code"): D = 2^(j - 2) was run
+RUN_D_FACTOR = 4
 #: the D of the "differs" rows, measured on every split (the others: the review's only)
 SPLIT_D = (512, 1024)
 #: (pool order, split seed): the review's seed and order first
@@ -121,7 +127,7 @@ MNIST_CV = {"grid": (1e-5, 1e-4, 1e-3), "folds": 3, "rows": 20000, "seeds": (0, 
 #: the review's fit as its code runs it: "review runs" (random starts) per degree, the D
 #: and map seeds each accepted surrogate is scored at
 FIT_RUNS = (0, 1, 2, 3, 4, 5)
-FIT_D = (512, 1024)
+FIT_D = (128, 256, 512, 1024)
 FIELDS = ["part", "factor", "method", "order", "split_seed", "pixels", "degree", "D",
           "seed", "standardize", "C", "accuracy", "converged", "seconds", "cv_scores",
           "fit_seed", "kernel_mse", "starts", "iterations", "negative_sigmas", "machine"]
@@ -394,7 +400,46 @@ def _usps_readme(rows):
               + ", ".join(spans) + ".", ""]
     lines += _split_lines(exact, per_split, review_srf, review_exact)
     lines += _d_lines(exact, srf, review_srf, review_exact)
+    lines += _fit_lines([r for r in rows if r["factor"] == "review-fit-as-written"], srf,
+                        review_srf)
     return lines + [""]
+
+
+def _fit_lines(rows, srf, review_srf):
+    """The review's fit as written: one line per (degree, D) over the runs."""
+    if not rows:
+        return []
+    runs = {}
+    for r in rows:
+        key = (int(r["degree"]), int(r["D"]), int(r["fit_seed"]))
+        runs.setdefault(key, {"acc": [], "mse": float(r["kernel_mse"]),
+                              "nit": int(r["iterations"]), "starts": int(r["starts"])})
+        runs[key]["acc"].append(float(r["accuracy"]))
+    lines = ["", "### The review's fit as its code runs it (gradient without sign(theta))", "",
+             "Per degree, each run is one accepted surrogate of the review's loop (random "
+             "start, L-BFGS with the gradient as written, refit while MSE >= 1e-2); its "
+             "accuracy is the mean over map seeds 0-2 (the review's grid sampler, "
+             "sqrt(2/D) features, LinearSVC C = 1, the review's split). dkrp: its SRF on the "
+             f"same split. `review`: its Table 1 column printed as {RUN_D_FACTOR} x D, the "
+             "one its notebook ran at this D.", "",
+             "| p | D | review | dkrp | runs: accuracy (min to max) | runs' mean | kernel MSE "
+             "(min to max) | L-BFGS iterations | starts |",
+             "|---:|---:|---:|---:|---|---:|---|---|---|"]
+    for p in USPS_DEGREES:
+        for D in FIT_D:
+            got = [v for (q, e, _), v in sorted(runs.items()) if (q, e) == (p, D)]
+            if not got:
+                continue
+            acc = [np.mean(v["acc"]) for v in got]
+            mse = [v["mse"] for v in got]
+            review = review_srf.get((p, RUN_D_FACTOR * D), (None,))[0]
+            lines.append(
+                f"| {p} | {D} | {'' if review is None else f'{review:.2f}'} | "
+                f"{np.mean(srf[(p, D)]):.2f} | {min(acc):.2f} to {max(acc):.2f} | "
+                f"{np.mean(acc):.2f} | {min(mse):.1e} to {max(mse):.1e} | "
+                f"{', '.join(str(v['nit']) for v in got)} | "
+                f"{', '.join(str(v['starts']) for v in got)} |")
+    return lines
 
 
 def _split_lines(exact, per_split, review_srf, review_exact):
@@ -420,38 +465,45 @@ def _split_lines(exact, per_split, review_srf, review_exact):
 
 
 def _d_lines(exact, srf, review_srf, review_exact):
-    lines = ["### dkrp's SRF at the printed D and at half of it", "",
+    k = RUN_D_FACTOR
+    lines = ["### dkrp's SRF at the printed D and at the D the review ran (D/4)", "",
              "SRF + LinearSVC (C = 1) on the review's split (train-first, 123), mean ± sd "
              "over map seeds (n in brackets). `review - dkrp(D)` compares the column with "
-             "dkrp at the printed D, `review - dkrp(D/2)` with dkrp at half of it; the last "
-             "column is the same difference for the exact SVC (the review's minus dkrp's, "
-             "same kernel and split), what the two runs' data and split alone put between "
-             "them.", "",
-             "| p | printed D | review | dkrp at D | dkrp at D/2 | review - dkrp(D) | "
-             "review - dkrp(D/2) | exact: review - dkrp |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"dkrp at the printed D, `review - dkrp(D/{k})` with dkrp at the D the review's "
+             "notebook ran for that column; `exact` is the same difference for the exact SVC "
+             "(the review's column minus dkrp's, same kernel and split): what the two runs' "
+             "data and split alone put between them. The residuals take it off.", "",
+             f"| p | printed D | run D | review | dkrp at D | dkrp at D/{k} | review - "
+             f"dkrp(D) | review - dkrp(D/{k}) | exact | residual at D | residual at D/{k} |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in USPS_DEGREES:
-        ours_exact = exact.get(("train-first", "123", p))
+        gap = review_exact[p] - exact[("train-first", "123", p)]
         for D in TABLE_D:
             review, sd = review_srf[(p, D)]
-            full, half = srf.get((p, D), []), srf.get((p, D // 2), [])
-            cells = [f"{_mean_sd(v)} ({len(v)})" if v else "" for v in (full, half)]
-            diffs = [f"{review - np.mean(v):+.2f}" if v else "" for v in (full, half)]
-            gap = f"{review_exact[p] - ours_exact:+.2f}" if ours_exact is not None else ""
-            lines.append(f"| {p} | {D} | {review:.2f} ± {sd:g} | {cells[0]} | {cells[1]} | "
-                         f"{diffs[0]} | {diffs[1]} | {gap} |")
-    pairs = {"D": [], "D/2": []}
-    for p in USPS_DEGREES:
-        for D in TABLE_D:
-            for name, at in (("D", D), ("D/2", D // 2)):
-                if srf.get((p, at)):
-                    pairs[name].append(review_srf[(p, D)][0] - np.mean(srf[(p, at)]))
-    for name, values in pairs.items():
-        if values:
-            values = np.abs(values)
-            lines.append(f"\n|review - dkrp({name})| over the {len(values)} columns measured: "
-                         f"mean {values.mean():.2f}, max {values.max():.2f} points.")
-    return lines + [""]
+            full, run = srf.get((p, D), []), srf.get((p, D // k), [])
+            cells = [f"{_mean_sd(v)} ({len(v)})" if v else "" for v in (full, run)]
+            diffs = [f"{review - np.mean(v):+.2f}" if v else "" for v in (full, run)]
+            residuals = [f"{review - np.mean(v) - gap:+.2f}" if v else "" for v in (full, run)]
+            lines.append(f"| {p} | {D} | {D // k} | {review:.2f} ± {sd:g} | {cells[0]} | "
+                         f"{cells[1]} | {diffs[0]} | {diffs[1]} | {gap:+.2f} | "
+                         f"{residuals[0]} | {residuals[1]} |")
+    for name, factor in (("D", 1), (f"D/{k}", k)):
+        raw, res, inside = [], [], 0
+        for p in USPS_DEGREES:
+            gap = review_exact[p] - exact[("train-first", "123", p)]
+            for D in TABLE_D:
+                if srf.get((p, D // factor)):
+                    review, sd = review_srf[(p, D)]
+                    raw.append(review - np.mean(srf[(p, D // factor)]))
+                    res.append(raw[-1] - gap)
+                    inside += abs(res[-1]) <= 2 * sd
+        if raw:
+            lines.append(f"\nAgainst dkrp at {name}, over the {len(raw)} columns measured: "
+                         f"review - dkrp from {min(raw):+.2f} to {max(raw):+.2f} (mean "
+                         f"{np.mean(raw):+.2f}); residual from {min(res):+.2f} to "
+                         f"{max(res):+.2f}; {inside} of {len(raw)} residuals within twice the "
+                         "review's printed sd.")
+    return lines
 
 
 def _mnist_readme(rows):
