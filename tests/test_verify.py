@@ -451,6 +451,32 @@ def test_verify_of_a_store_whose_array_metadata_is_gone_says_to_rebuild_it(store
                             "or ingest with overwrite=True).")
 
 
+def test_repair_retries_a_chunk_that_fails_as_it_was_told(tmp_path):
+    # `dkrp verify --repair --retries N`: a transient error while a bad chunk is rewritten
+    # is retried N times, as in featurize (a store written by a map that fails once on
+    # chunk 2's first row, each time its attempt markers are cleared)
+    from dkrp.feature_store import PartitionError, verify_features
+    from dkrp.testing.faulty import FaultyProjection
+
+    X = np.random.default_rng(7).standard_normal((230, 6))
+    np.save(tmp_path / "x.npy", X)
+    ingest(tmp_path / "x.npy", tmp_path / "x.zarr", chunk_rows=CHUNK)
+    state = tmp_path / "faults"
+    faulty = FaultyProjection(n_components=30, n_hyperplanes=40, random_state=2,
+                              fault="oserror", trigger=float(X[2 * CHUNK, 0]), times=1,
+                              state_dir=str(state))
+    store = tmp_path / "f.zarr"
+    featurize_to_store(tmp_path / "x.zarr", store, faulty, progress=False, retries=1)
+    clean = store_digest(store)
+    flip_byte(store / "Z" / "c" / "2" / "0")
+    shutil.rmtree(state)
+    with pytest.raises(PartitionError, match=r"failed after 1 attempt: OSError"):
+        verify_features(store, repair=True)
+    shutil.rmtree(state)
+    report = verify_features(store, repair=True, retries=1)
+    assert report["repaired"] == [2] and store_digest(store) == clean
+
+
 @pytest.mark.parametrize("name", ["Z", "done"])
 def test_verify_of_a_store_whose_array_directory_is_gone_changes_nothing(stores, name):
     # a user's store with a whole array deleted: the refusal says which array, zarr's
