@@ -280,8 +280,10 @@ def test_the_demo_names_moved_out_of_evaluation_are_still_found_there_with_a_war
     for name in ("DEMO_DATASETS", "DEMO_MAX_ITER", "load_demo_dataset", "run_demo"):
         # the whole message: it says where to import the name from now
         with pytest.warns(FutureWarning, match=rf"^dkrp\.evaluation\.{name} moved to "
-                          rf"dkrp\.demo\.{name}; import it from there\.$"):
+                          rf"dkrp\.demo\.{name}; import it from there\.$") as record:
             assert getattr(dkrp.evaluation, name) is getattr(dkrp.demo, name)
+        # and it points at the line that looked the name up (the user's, not dkrp's)
+        assert [w.filename for w in record] == [__file__]
     # any other name is Python's usual missing attribute (hasattr and getattr's default
     # rely on the AttributeError)
     with pytest.raises(AttributeError, match=r"^module 'dkrp\.evaluation' has no attribute "

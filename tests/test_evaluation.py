@@ -51,6 +51,13 @@ def test_report_scores_against_the_majority_baseline(classifier):
     assert set(r) >= {"accuracy", "balanced_accuracy", "majority_accuracy", "f1", "n_test"}
 
 
+def test_the_majority_baseline_is_the_most_frequent_training_label_whatever_it_sorts_as():
+    # here the frequent class sorts last: "always +1" on ~90 % of the rows
+    Z, y = _imbalanced()
+    r = train_on_features(Z, -y, classifier="linearsvc", seed=0, positive_label=1)
+    assert 0.85 < r["majority_accuracy"] < 0.95
+
+
 def _train_by_hand(Z, y, test_size, seed, C, positive_label=None, max_iter=10000):
     """train_on_features' documented LinearSVC protocol, written out: dask-ml's seeded
     blockwise split, then scaled columns and a seeded LinearSVC; the F1 of the named
