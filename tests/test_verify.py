@@ -477,6 +477,38 @@ def test_repair_retries_a_chunk_that_fails_as_it_was_told(tmp_path):
     assert report["repaired"] == [2] and store_digest(store) == clean
 
 
+def _set_block_size(size):
+    import dkrp._random
+
+    dkrp._random.BLOCK_SIZE = size  # another stream layout: other hyperplanes
+
+
+def test_repair_on_a_cluster_checks_the_workers_hyperplanes_before_writing(cluster, tmp_path):
+    # a worker that regenerates other hyperplanes (another numpy or dkrp, here another
+    # stream layout) is named before any chunk is rewritten, as featurize does
+    from dkrp.errors import SpecError
+    from dkrp.feature_store import verify_features
+
+    _, client = cluster
+    X = np.random.default_rng(7).standard_normal((230, 6))
+    np.save(tmp_path / "x.npy", X)
+    ingest(tmp_path / "x.npy", tmp_path / "x.zarr", chunk_rows=CHUNK)
+    store = tmp_path / "f.zarr"
+    featurize_to_store(tmp_path / "x.zarr", store, PolynomialRandomProjection(
+        n_components=30, n_hyperplanes=600, random_state=2), progress=False)  # > BLOCK_SIZE
+    flip_byte(store / "Z" / "c" / "2" / "0")
+    damaged = store_digest(store)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(_set_block_size, 128, workers=[victim])
+    try:
+        with pytest.raises(SpecError, match=rf"^1 of 2 workers do not regenerate the "
+                           rf"hyperplanes .*worker {victim} regenerates"):
+            verify_features(store, repair=True, client=client)
+    finally:
+        client.run(_set_block_size, 256, workers=[victim])
+    assert store_digest(store) == damaged
+
+
 @pytest.mark.parametrize("name", ["Z", "done"])
 def test_verify_of_a_store_whose_array_directory_is_gone_changes_nothing(stores, name):
     # a user's store with a whole array deleted: the refusal says which array, zarr's

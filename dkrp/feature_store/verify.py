@@ -287,6 +287,12 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
             raise FeatureStoreError(
                 f"Cannot repair the labels of {path}: the input has {values.shape[0]} "
                 f"labels, the store {attrs['n_samples']} rows.")
+    current = None
+    if bad:
+        current = client() if callable(client) else client
+        if check and current is not None:  # before anything in the store changes
+            check_workers(current, projector)
+    if bad_labels:
         logger.info("%s: copying chunks %s of the labels from the input", path, bad_labels)
         write_label_chunks(path, values, bad_labels)
     if not bad:
@@ -300,9 +306,6 @@ def _repair(path, attrs, bad, bad_labels, *, client, input, labels, progress, re
     for i in bad:  # rewritten from nothing, exactly as in a clean run
         (path / "Z" / chunk_key(Z, (i, 0))).unlink(missing_ok=True)
         (path / "done" / chunk_key(done, (i,))).unlink(missing_ok=True)
-    current = client() if callable(client) else client
-    if check and current is not None:
-        check_workers(current, projector)
     logger.info("%s: recomputing chunks %s", path, bad)
     n_chunks = int(attrs["n_chunks"])
     run_chunk_writes(plan["X"], projector, plan["dtype"], path, list(bad), current, progress,
