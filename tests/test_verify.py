@@ -315,6 +315,20 @@ def test_a_chunk_deleted_after_the_store_was_opened_is_named_when_its_rows_are_r
         str(store), "Z", (2, 0), "missing")
 
 
+def test_a_chunk_of_a_dataset_store_deleted_after_it_was_opened_is_never_read_as_zeros(stores):
+    # the same for a dataset store (a training job reading x.zarr lazily)
+    from dkrp.errors import ChunkError
+
+    store = stores / "x.zarr"
+    ds = open_dataset(store)
+    X = np.load(stores / "x.npy")
+    (store / "X" / "c" / "1" / "0").unlink()
+    assert np.array_equal(ds.X[:CHUNK].compute(scheduler="sync"), X[:CHUNK])
+    with pytest.raises(ChunkError, match=r"^Store .*: chunk \(1, 0\) of array 'X' \(file "
+                       r"X/c/1/0, rows 50\.\.99\) is missing: its file was deleted"):
+        ds.X.compute(scheduler="sync")
+
+
 def test_a_region_that_a_dask_fusing_slices_reads_is_checked_in_exactly_its_chunks(stores):
     # dask 2024.8 (the oldest dkrp supports) fuses ``Z[149:151]`` into one read of that
     # region from the checked array (newer dask reads whole chunks and slices them): a
