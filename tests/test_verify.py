@@ -469,7 +469,7 @@ def test_repair_retries_a_chunk_that_fails_as_it_was_told(tmp_path):
     # `dkrp verify --repair --retries N`: a transient error while a bad chunk is rewritten
     # is retried N times, as in featurize (a store written by a map that fails once on
     # chunk 2's first row, each time its attempt markers are cleared)
-    from dkrp.feature_store import PartitionError, verify_features
+    from dkrp.feature_store import PartitionError, verify_features, verify_store
     from dkrp.testing.faulty import FaultyProjection
 
     X = np.random.default_rng(7).standard_normal((230, 6))
@@ -483,11 +483,12 @@ def test_repair_retries_a_chunk_that_fails_as_it_was_told(tmp_path):
     featurize_to_store(tmp_path / "x.zarr", store, faulty, progress=False, retries=1)
     clean = store_digest(store)
     flip_byte(store / "Z" / "c" / "2" / "0")
+    for verify in (verify_features, verify_store):  # no retries by default
+        shutil.rmtree(state)
+        with pytest.raises(PartitionError, match=r"failed after 1 attempt: OSError"):
+            verify(store, repair=True)
     shutil.rmtree(state)
-    with pytest.raises(PartitionError, match=r"failed after 1 attempt: OSError"):
-        verify_features(store, repair=True)
-    shutil.rmtree(state)
-    report = verify_features(store, repair=True, retries=1)
+    report = verify_store(store, repair=True, retries=1)
     assert report["repaired"] == [2] and store_digest(store) == clean
 
 
