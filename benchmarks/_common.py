@@ -161,6 +161,11 @@ def thread_pools(user_api=None) -> str:
     return ", ".join(pools) or "none loaded"
 
 
+def machine_cores() -> str:
+    """``<arch> <CPU model>, <n> cores``: the machine column of the protocol scripts' runs.csv."""
+    return f"{platform.machine()} {_cpu_model()}, {os.cpu_count()} cores".strip()
+
+
 def machine_description() -> str:
     """One line: CPU, cores, memory, Python, numpy and the BLAS pools."""
     return (

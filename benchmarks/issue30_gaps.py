@@ -80,7 +80,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import platform
 import sys
 import time
 from pathlib import Path
@@ -88,6 +87,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # srf_review_grid, its neighbour
+from _common import machine_cores  # noqa: E402
 
 USPS_DEGREES = (3, 7, 10, 20)
 #: the D the review's Table 1 prints (2^9 .. 2^14), and one power of two below
@@ -131,20 +131,6 @@ FIT_D = (128, 256, 512, 1024)
 FIELDS = ["part", "factor", "method", "order", "split_seed", "pixels", "degree", "D",
           "seed", "standardize", "C", "accuracy", "converged", "seconds", "cv_scores",
           "fit_seed", "kernel_mse", "starts", "iterations", "negative_sigmas", "machine"]
-
-
-def _machine():
-    import os
-
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.machine()} {model}, {os.cpu_count()} cores".strip()
 
 
 def _key(row):
@@ -566,7 +552,7 @@ def main(argv=None):
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "runs.csv"
     if not args.from_csv:
-        machine = _machine()
+        machine = machine_cores()
         old = _read(path) if path.exists() else []
         if old and list(old[0]) != FIELDS:  # rows of an older column set: rewrite them
             with open(path, "w", newline="") as f:

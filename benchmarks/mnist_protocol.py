@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import machine_cores
 
 #: The Table 4 rows that differ: (method, k, p, t) -> the paper's accuracy (%)
 TABLE4 = {("nystroem", 1500, None, None): 97.67, ("kg-rp", 1500, 488, 10): 96.15,
@@ -50,20 +50,6 @@ SVM_FACTORS = [("experiment: standardised, C = 0.01", True, 0.01),
 TABLE3_PAPER = (0.187, 0.001)
 FIELDS = ["part", "method", "k", "p", "t", "seed", "factor", "standardize", "C",
           "eval_seed", "accuracy", "distortion", "converged", "seconds", "machine"]
-
-
-def _machine():
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import os
-
-    return f"{platform.machine()} {model}, {os.cpu_count()} cores".strip()
 
 
 def _key(row):
@@ -197,7 +183,7 @@ def main(argv=None):
     if not args.from_csv:
         from dkrp.experiments._data import load_split
 
-        split, machine = load_split("mnist"), _machine()
+        split, machine = load_split("mnist"), machine_cores()
         done = {_key(r) for r in _read(path)} if path.exists() else set()
         factors = () if args.skip_unstandardised else None
         with open(path, "a", newline="") as f:  # resumes: measured rows are kept
