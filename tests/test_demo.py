@@ -15,6 +15,24 @@ def _sklearn_scores(y_true, y_pred):
             "f1_macro": f1_score(y_true, y_pred, average="macro")}
 
 
+def test_the_demo_maps_are_the_ones_its_rows_name():
+    # a row says "KRP (poly g=2, p=500, t=5)" or "RFF (gaussian, gamma=scale)": the maps
+    # behind them, seeded with the demo's seed, and train_on_features' C for both
+    from dkrp.demo import _demo_projectors
+    from dkrp.kernels import scale_gamma
+
+    X = np.random.default_rng(0).standard_normal((50, 8))
+    (krp_name, krp, krp_C), (rff_name, rff, rff_C) = _demo_projectors("digits", 8, X, seed=3)
+    assert krp_name == "KRP (poly g=2, p=500, t=5)"
+    assert {k: krp.get_params()[k] for k in ("degree", "n_hyperplanes", "n_terms",
+                                             "n_components", "random_state")} == {
+        "degree": 2, "n_hyperplanes": 500, "n_terms": 5, "n_components": 1000, "random_state": 3}
+    assert rff_name == "RFF (gaussian, gamma=scale)"
+    assert (rff.kernel, rff.gamma, rff.n_components, rff.random_state) == (
+        "gaussian", scale_gamma(X), 1000, 3)
+    assert krp_C == rff_C == 0.01
+
+
 # -- load_demo_dataset: the rows every demo row is trained and scored on -------------------
 
 DIGITS_NOTE = "scikit-learn digits, pixels / 16, 75/25 stratified split"
@@ -26,6 +44,7 @@ def test_demo_digits_are_a_stratified_75_25_split_of_the_scaled_digits():
     X_all, y_all = load_digits(return_X_y=True)
     X_train, y_train, X_test, y_test, note = load_demo_dataset("digits")
     assert note == DIGITS_NOTE
+    assert np.array_equal(load_demo_dataset()[0], X_train)  # digits is the default
     assert X_train.shape == (1347, 64) and X_test.shape == (450, 64)  # 1797 rows, 25 % test
     assert X_train.min() == 0.0 and X_train.max() == 1.0  # pixels 0..16 divided by 16
     # every row is a digit of the set with its own label, none in both parts
