@@ -47,9 +47,19 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _blockwise, _spec, preprocessing
+from . import preprocessing
+from ._blockwise import featurize, fit_dask
 from ._random import resolve_seed
-from ._spec import SpecError, from_spec, load, registered_projectors
+from ._spec import (
+    SpecError,
+    from_spec,
+    load,
+    register,
+    registered_projectors,
+    state_checksum,
+)
+from ._spec import save as save_spec
+from ._spec import to_spec as spec_of
 from ._validation import (
     FLOAT_DTYPES,
     check_finite_rows,
@@ -104,7 +114,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         (one of dkrp's maps, say) raises TypeError (see :func:`dkrp._spec.register`)."""
         super().__init_subclass__(**kwargs)
         if not cls.__name__.startswith("_") and not cls.__name__.startswith("Base"):
-            _spec.register(cls)
+            register(cls)
 
     # -- hooks for subclasses -------------------------------------------------
     def _resolve_params(self, n_features):  # pragma: no cover - abstract
@@ -203,7 +213,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self : object
         """
         if is_dask_collection(X):
-            return _blockwise.fit_dask(self, X)
+            return fit_dask(self, X)
         X = self._validate_input(X, reset=True)
         return self._fit_validated(X, X.shape[1])
 
@@ -245,7 +255,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self._resolve_params(n_features)
         self.seed_ = resolve_seed(self.random_state)
         self._draw_state(X, n_features)
-        self.spec_checksum_ = _spec.state_checksum(self)
+        self.spec_checksum_ = state_checksum(self)
         return self
 
     def transform(self, X):
@@ -293,7 +303,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         check_is_fitted(self, "spec_checksum_")
         self._check_output(output)
         if is_dask_collection(X):
-            return _blockwise.featurize(X, self, output=output)
+            return featurize(X, self, output=output)
         return self.output_block(self._validate_input(X, reset=False), output)
 
     def _set_preprocessing(self, prep):
@@ -306,7 +316,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.preprocessing_ = preprocessing.check_preprocessing(prep, self.n_features_in_)
         self._cache = {k: v for k, v in self.__dict__.get("_cache", {}).items()
                        if not k[0].startswith("preprocessing.")}
-        self.spec_checksum_ = _spec.state_checksum(self)
+        self.spec_checksum_ = state_checksum(self)
 
     def _cast_preprocessing(self, name, values, dtype):
         return self._cast("preprocessing." + name, values, dtype)
@@ -365,7 +375,7 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             maps only, base64 ``.npy``), ``checksum`` and ``versions``.
         """
         check_is_fitted(self, "spec_checksum_")
-        return _spec.to_spec(self)
+        return spec_of(self)
 
     def save(self, path):
         """Save as JSON (``path``) plus ``.npz`` of learnt arrays where there are any.
@@ -380,4 +390,4 @@ class BaseProjector(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             not the arrays file of a spec saved at ``path``: a file dkrp did not write
             is never replaced.
         """
-        return _spec.save(self, path)
+        return save_spec(self, path)

@@ -126,18 +126,18 @@ def run(ctx):
 
 def _floors(ctx):
     """The surrogate fit's error against the exact kernel (deterministic: one row each)."""
-    from ..features import _srf_fit
+    from ..features._srf_fit import fit_surrogate, polynomial_kernel, surrogate_kernel
 
     params = ctx.params
     z = np.linspace(0.0, 2.0, 1001)
     for d in params["floor_dims"]:
         for a in params["scales"]:
             for p in params["degrees"]:
-                _srf_fit.fit_surrogate.cache_clear()  # time the fit, not the cache
+                fit_surrogate.cache_clear()  # time the fit, not the cache
                 with timer() as t:
-                    fit = _srf_fit.fit_surrogate(d, p, a, params["n_terms"])
-                khat = _srf_fit.surrogate_kernel(z, fit.sigma, fit.coef, d, p, a)
-                err = float(np.abs(khat - _srf_fit.polynomial_kernel(z, p, a)).max())
+                    fit = fit_surrogate(d, p, a, params["n_terms"])
+                khat = surrogate_kernel(z, fit.sigma, fit.coef, d, p, a)
+                err = float(np.abs(khat - polynomial_kernel(z, p, a)).max())
                 ctx.report(f"  floor d={d} a={a:g} p={p}: max |K_hat - K| = {err:.3g}")
                 yield {"part": "floors", "dataset": "", "method": "srf", "degree": p,
                        "D": "", "d": d, "scale": a, "C": "", "seed": ctx.seed,

@@ -23,8 +23,17 @@ from .._random import draw_rows
 from .._validation import check_choice, check_integer, check_real
 from ..base import BaseProjector
 from ..errors import InvalidInputError
-from . import _srf_fit
 from ._pools import matmul_transposed
+from ._srf_fit import (
+    FIT_VERSION,
+    fit_surrogate,
+    libm_exp,
+    libm_log,
+    polynomial_kernel,
+    radial_density,
+    radial_grid,
+    surrogate_kernel,
+)
 from .fourier import FEATURE_MAPS, cosine_features, draw_phases, set_cosine
 
 __all__ = ["SphericalRandomFeatures"]
@@ -41,7 +50,7 @@ SAMPLER_REFINE = 4
 @functools.lru_cache(maxsize=32)
 def _fit_surrogate_cached(n_features, degree, scale, n_terms, version):
     # keyed by the fitter's version too: fits of two procedures never stand in for each other
-    return _srf_fit.fit_surrogate(n_features, degree, scale, n_terms, version=version)
+    return fit_surrogate(n_features, degree, scale, n_terms, version=version)
 
 
 class SphericalRandomFeatures(BaseProjector):
@@ -73,7 +82,7 @@ class SphericalRandomFeatures(BaseProjector):
         ``mass`` :math:`M = \hat K(0)`, ``max_error`` (max :math:`|\hat K - K|` on
         [0, 2]), ``objective`` and the ``n_features``, ``degree``, ``scale``,
         ``n_terms`` it was fitted for, and ``fit_version``, the fitting procedure
-        (``_srf_fit.FIT_VERSION``; absent from specs written before version 2, whose
+        (``dkrp.features._srf_fit.FIT_VERSION``; absent from specs written before version 2, whose
         surrogates came from version 1). Carried by the spec: workers never refit,
         and a spec's stored surrogate is used whatever its ``fit_version``.
     random_weights_ : ndarray of shape (n_frequencies, ``n_features_in_``)
@@ -182,19 +191,19 @@ class SphericalRandomFeatures(BaseProjector):
         if not (isinstance(current, dict) and all(current.get(k) == v for k, v in key.items())):
             # a pure function of (d, p, a, N): fitted once per process for every seed
             fit = _fit_surrogate_cached(n_features, key["degree"], key["scale"],
-                                        key["n_terms"], _srf_fit.FIT_VERSION)
+                                        key["n_terms"], FIT_VERSION)
             self.surrogate_ = {**key, "sigma": list(fit.sigma), "coef": list(fit.coef),
                                "mass": fit.mass, "max_error": fit.max_error,
                                "objective": fit.objective, "fit_version": fit.version}
         if not hasattr(self, "draw_version_"):  # a spec's value on rebuild
             self.draw_version_ = DRAW_VERSION
         portable = self.draw_version_ >= 2
-        exp, log = (_srf_fit.libm_exp, _srf_fit.libm_log) if portable else (np.exp, np.log)
+        exp, log = (libm_exp, libm_log) if portable else (np.exp, np.log)
         sigma = np.asarray(self.surrogate_["sigma"], dtype=np.float64)
         coef = np.asarray(self.surrogate_["coef"], dtype=np.float64)
-        r, w = _srf_fit.radial_grid(n_features, key["degree"], key["scale"],
+        r, w = radial_grid(n_features, key["degree"], key["scale"],
                                     refine=SAMPLER_REFINE, portable=portable)
-        q = _srf_fit.radial_density(r, sigma, coef, n_features, portable=portable)
+        q = radial_density(r, sigma, coef, n_features, portable=portable)
         mass_cells = 0.5 * (q[1:] * r[1:] + q[:-1] * r[:-1])  # trapezoid in log r
         cdf = np.concatenate([[0.0], np.cumsum(mass_cells)])
         log_r = log(r)
@@ -262,9 +271,9 @@ class SphericalRandomFeatures(BaseProjector):
             sampler's grid.
         """
         s = self.surrogate_
-        return _srf_fit.surrogate_kernel(z, s["sigma"], s["coef"], s["n_features"],
+        return surrogate_kernel(z, s["sigma"], s["coef"], s["n_features"],
                                          s["degree"], s["scale"], refine=SAMPLER_REFINE)
 
     def exact_kernel(self, z):
         """The polynomial kernel :math:`(1 - z^2/a^2)^p` at distances ``z``."""
-        return _srf_fit.polynomial_kernel(z, self.degree, self.scale)
+        return polynomial_kernel(z, self.degree, self.scale)

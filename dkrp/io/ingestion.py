@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from .. import _choices
+from .._choices import INPUT_FORMATS as CHOICES_INPUT_FORMATS
 from .._store import consolidate, publish_atomically, write_attrs
 from ..errors import InvalidInputError, Message, Param
 from ._common import compression_suffix, file_sha256, open_maybe_compressed
@@ -92,7 +92,7 @@ _INGESTERS = {
 #: The input formats ``ingest`` reads (``--format`` on the command line; the CLI reads the
 #: same tuple from dkrp._choices without importing this module)
 INPUT_FORMATS = _FORMATS = tuple(_INGESTERS)
-assert INPUT_FORMATS == _choices.INPUT_FORMATS, "dkrp._choices.INPUT_FORMATS is out of date"
+assert INPUT_FORMATS == CHOICES_INPUT_FORMATS, "dkrp._choices.INPUT_FORMATS is out of date"
 # MNIST's names: train-images-idx3-ubyte, t10k-labels-idx1-ubyte (their suffix is not ".idx")
 _IDX_NAME = re.compile(r"idx\d-ubyte$")
 
