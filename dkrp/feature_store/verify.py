@@ -145,7 +145,6 @@ def verify_features(path, *, repair=False, client=None, input=None, labels=None,
         As :func:`verify_store`; also a store that says it holds labels but lacks
         array ``y``, and a repair of ``y`` from an input without labels.
     """
-
     path = Path(path).expanduser().absolute()
     attrs = read_attrs(path)
     if attrs is None or attrs.get("dkrp_format") != FEATURES_FORMAT:
