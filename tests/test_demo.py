@@ -129,6 +129,14 @@ def test_demo_datasets_from_files_have_their_documented_sizes_and_scaling(name):
             assert {bytes(r) for r in np.round(back) + 0.0} <= {bytes(r) for r in raw}  # no -0
     else:
         assert X_train.min() == 0.0 and X_train.max() == 1.0  # pixels / 255
+        # the digits of the file the name says (the two MNISTs share shape and scaling)
+        from dkrp.datasets import load_fashion_mnist, load_mnist
+
+        loader = {"mnist": load_mnist, "fashion-mnist": load_fashion_mnist}[name]
+        for X, kind in ((X_train, "train"), (X_test, "test")):
+            whole = loader(kind, scale="[0,1]")[0]
+            assert {bytes(r) for r in X} <= {bytes(r) for r in whole}
+    assert X_train.dtype == X_test.dtype == np.float64  # what the demo's .npy rows hold
     # a cap given by the caller replaces the default
     small = load_demo_dataset(name, max_train=300, max_test=200)
     assert (small[0].shape[0], small[2].shape[0]) == (300, 200)
@@ -289,6 +297,65 @@ def test_the_demo_in_a_temporary_directory_removes_it_and_names_no_store(tmp_pat
 
     assert dkrp.from_spec(seen["spec"]).get_params() == expected.get_params()
     assert [r["converged"] for r in rows] == [False, False, False]
+
+
+def test_the_demo_runs_on_the_given_cluster_quietly_into_a_new_workdir_and_again(tmp_path,
+                                                                                 capfd):
+    # `dkrp demo --workdir runs/today` on a fresh checkout (neither folder exists yet),
+    # then again in the same workdir, as a user re-runs a command
+    from distributed import Client
+
+    from dkrp.io import open_dataset
+    from dkrp.parallel import start_local_cluster
+
+    workdir = tmp_path / "runs" / "today"
+    asked = []
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as given:
+
+        def connect():
+            asked.append(given)
+            return given
+
+        rows = run_demo(workdir=workdir, client=connect, max_train=100, max_test=50,
+                        exact=False, max_iter=3)
+        X_train, y_train, X_test, y_test, note = load_demo_dataset("digits", max_train=100,
+                                                                   max_test=50)
+        assert asked and set(map(id, asked)) == {id(given)}  # the featurizing went there
+        assert {r["note"] for r in rows} == {note}  # digits is the default dataset
+        assert [r.get("store", "none") for r in rows] == ["none", str(workdir), str(workdir)]
+        # the raw row is LinearSVC with C=1 (on these rows C=2 scores 0.92, C=1 0.90)
+        raw, _ = _fit_predict(LinearSVC(C=1.0, max_iter=3, random_state=0), X_train, y_train,
+                              X_test)
+        assert {k: rows[0][k] for k in ("accuracy", "f1_macro")} == _sklearn_scores(y_test,
+                                                                                    raw)
+        out, err = capfd.readouterr()
+        assert "%" not in out + err  # no progress bars unless asked for
+
+        # again, on all the digits: the demo replaces its own stores
+        again = run_demo(workdir=workdir, client=connect, exact=False, max_iter=3)
+    train = open_dataset(workdir / "digits-train.zarr")
+    assert train.X.shape == (1347, 64) and len(again) == 3
+    # a few row blocks per worker, so that a cluster shares the work: 8 of ceil(1347 / 8)
+    assert train.X.chunks[0] == (169,) * 7 + (1347 - 7 * 169,)
+
+
+def test_the_demo_on_w8a_featurizes_its_sparse_rows(tmp_path):
+    # w8a is the one demo dataset held as CSR: its rows reach the dataset stores dense
+    from conftest import real_data_root
+
+    import dkrp
+    from dkrp.feature_store import open_features
+
+    real_data_root()
+    rows = run_demo("w8a", workdir=tmp_path, max_train=300, max_test=200, exact=False,
+                    max_iter=50)
+    X_train = load_demo_dataset("w8a", max_train=300, max_test=200)[0]
+    assert [r["n_features"] for r in rows] == [300, 1000, 1000]
+    stored = open_features(tmp_path / "w8a-train-RandomFourierFeatures.zarr")
+    np.testing.assert_allclose(stored.Z.compute(),
+                               dkrp.from_spec(stored.spec).transform(X_train.toarray()),
+                               rtol=1e-10, atol=1e-12)
 
 
 def test_the_demo_names_moved_out_of_evaluation_are_still_found_there_with_a_warning():
