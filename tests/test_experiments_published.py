@@ -155,8 +155,11 @@ def test_krp_values_match_the_paper(values, table, method, params, metric, value
 
 
 @pytest.mark.parametrize("table, dataset, method, params, metric, value, std", [
-    ("Table 1", "usps", "srf", {"degree": "20", "D": "16384"}, "accuracy", 97.61, 0.12),
-    ("Table 1", "usps", "srf", {"degree": "7", "D": "1024"}, "seconds", 179.49, 115.64),
+    # Table 1 is filed at the D the review ran, a quarter of the printed one (issue 30), and
+    # its "Time in s" row in seconds (printed as 100 x seconds)
+    ("Table 1", "usps", "srf", {"degree": "20", "D": "4096"}, "accuracy", 97.61, 0.12),
+    ("Table 1", "usps", "srf", {"degree": "7", "D": "256"}, "seconds", 1.7949, 1.1564),
+    ("Table 1", "usps", "poly-svm", {"degree": "3"}, "seconds", 15.4657, None),
     ("Table 1", "usps", "poly-svm", {"degree": "3"}, "accuracy", 93.26, None),
     ("Table 2", "gisette", "srf", {"degree": "10", "D": "512", "pca_components": "2049"},
      "accuracy", 81.32, 2.13),
@@ -167,6 +170,25 @@ def test_srf_review_values_match_the_paper(values, table, dataset, method, param
                                             value, std):
     row = find(values, table, method, params, metric, source="srf-review", dataset=dataset)
     assert (row.value, row.std, row.available) == (value, std, dataset == "usps")
+
+
+def test_srf_review_table_1_is_filed_at_the_d_its_notebook_ran(values):
+    # the review prints the column run at D = 2^k under the header 2^(k+2) (issue 30):
+    # every SRF row of Table 1 names both, and the columns run are 2^7 .. 2^12
+    import re
+
+    rows = [v for v in values if v.source == "srf-review" and v.table == "Table 1"
+            and v.method == "srf"]
+    assert len(rows) == 4 * 6 * 2
+    for v in rows:
+        printed, run = map(int, re.match(r"D printed as 2\^(\d+), run at 2\^(\d+)",
+                                         v.note).groups())
+        assert int(v.params["D"]) == 2 ** run and printed == run + 2, v
+    assert {int(v.params["D"]) for v in rows} == {2 ** k for k in range(7, 13)}
+    # its times are seconds (the notebook prints 100 x seconds): 18.83 s at p = 3, 2^12
+    p3 = find(values, "Table 1", "srf", {"degree": "3", "D": "4096"}, "seconds",
+              source="srf-review")
+    assert p3.value == 18.8307 and "printed as 1883.07" in p3.note
 
 
 def test_spe_values_match_the_paper(values):
