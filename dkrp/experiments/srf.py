@@ -310,8 +310,10 @@ EXPERIMENT = Experiment(
            "On the file's classic split (test digits harder) and with SVC's one-vs-one, the "
            "exact column came out 0.4-2.3 points off (results/usps-protocol). "
            "`seconds` is featurize + fit + predict here (the review does not say what its "
-           "'Time in s' row times). The review's SRF numbers (e.g. 96.87 % at p = 10, "
-           "D = 2^12) come from a sampler that departs from the paper's density (issue 12); "
-           "dkrp implements the paper's mathematics. Gisette (Table 2) is not available "
-           "here: data not available."),
+           "'Time in s' row times). The review's Table 1 prints each column under four "
+           "times the D its notebook ran (results/issue30-gaps); REPRODUCTION.md files it "
+           "at the D run. The review's SRF numbers (e.g. 96.87 % at p = 10, D = 2^10, "
+           "printed under 2^12) come from a sampler that departs from the paper's "
+           "density (issue 12); dkrp implements the paper's mathematics. Gisette "
+           "(Table 2) is not available here: data not available."),
 )
