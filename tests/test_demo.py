@@ -340,6 +340,29 @@ def test_the_demo_runs_on_the_given_cluster_quietly_into_a_new_workdir_and_again
     assert train.X.chunks[0] == (169,) * 7 + (1347 - 7 * 169,)
 
 
+def _set_block_size(size):
+    import dkrp._random
+
+    dkrp._random.BLOCK_SIZE = size  # another stream layout: other hyperplanes
+
+
+def test_the_demo_refuses_a_cluster_whose_worker_draws_other_hyperplanes(tmp_path):
+    # a worker with another numpy or dkrp (here another stream layout) is named before any
+    # features are written, not after the train rows' store looks complete
+    from distributed import Client
+
+    from dkrp.errors import SpecError
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=1, threads_per_worker=1) as cluster, \
+            Client(cluster, set_as_default=False) as other:
+        other.run(_set_block_size, 128)
+        with pytest.raises(SpecError, match="do not regenerate the hyperplanes"):
+            run_demo(workdir=tmp_path, client=other, max_train=100, max_test=50, exact=False,
+                     max_iter=3)
+    assert not list(tmp_path.glob("digits-*-*.zarr"))  # no feature store of either part
+
+
 def test_the_demo_on_w8a_featurizes_its_sparse_rows(tmp_path):
     # w8a is the one demo dataset held as CSR: its rows reach the dataset stores dense
     from conftest import real_data_root
