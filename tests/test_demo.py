@@ -121,6 +121,9 @@ def test_demo_datasets_from_files_have_their_documented_sizes_and_scaling(name):
         # integers
         from dkrp.datasets import load_covtype
 
+        # a stratified 75/25 split of the balanced file (2,160 rows a class): the test part
+        # (kept whole) holds 540 of each class
+        assert set(np.unique(y_test, return_counts=True)[1]) == {540}
         raw, _ = load_covtype()
         mean, std = raw.mean(axis=0), raw.std(axis=0)
         for X in (X_train, X_test):
