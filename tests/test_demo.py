@@ -115,6 +115,12 @@ def test_demo_datasets_from_files_have_their_documented_sizes_and_scaling(name):
     assert len(y_train) == X_train.shape[0] and len(y_test) == X_test.shape[0]
     if name == "w8a":
         assert sp.issparse(X_train) and set(np.unique(X_train.data)) == {1.0}
+        # a stratified 75/25 split (3 % positives): with caps above its sizes, the test
+        # part holds a quarter of the positives, to one row
+        _, y_all_train, _, y_all_test, _ = load_demo_dataset(name, max_train=10**9,
+                                                              max_test=10**9)
+        positives = int((y_all_train == 1).sum() + (y_all_test == 1).sum())
+        assert abs(int((y_all_test == 1).sum()) - positives / 4) <= 1
     elif name == "covtype":
         # standardised with the whole file's column means and deviations (a constant
         # column left at 0): undoing that gives back rows of the file, whose values are
