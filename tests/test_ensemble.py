@@ -1229,6 +1229,18 @@ def test_partition_splits_dask_input_into_the_blocks_of_numpy_input():
         assert _same_coefs(lazy, RandomFeatureVotingClassifier(**params).fit(X, y))
 
 
+def test_dask_labels_in_one_block_meet_the_row_blocks_of_a_square_x():
+    # 12 rows of 12 features (X's one column block is 12 wide, as y's one block is long):
+    # the labels must still be cut into X's row blocks, not compared with its columns
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((12, 12)), np.arange(12) % 2
+    for strategy in ("partition", "full"):
+        params = {"n_voters": 3, "strategy": strategy, "n_components": 8, "random_state": 0}
+        lazy = RandomFeatureVotingClassifier(**params).fit(
+            da.from_array(X, chunks=(4, 12)), da.from_array(y, chunks=12))
+        assert _same_coefs(lazy, RandomFeatureVotingClassifier(**params).fit(X, y))
+
+
 # -- the partition strategy's tasks (mutation run of ensemble/training.py) -----------------
 
 
