@@ -251,7 +251,7 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         finally:
             if bar is not None:
                 bar.close()
-        self._set_voters([*kept.values(), *results], classes, template)
+        self._set_voters([*kept.values(), *results], classes)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
@@ -331,11 +331,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
             )
         return classes
 
-    def _set_voters(self, results, classes, template):
+    def _set_voters(self, results, classes):
         results = sorted(results, key=lambda r: r["index"])
         self.classes_ = classes
         self.n_classes_ = len(classes)
-        self.template_ = template
         voters, infos = [], []
         for r in results:
             # rebuilt and checked here: a worker that regenerated other hyperplanes is refused

@@ -177,7 +177,7 @@ def load_ensemble(manifest: dict, directory: Path):
     results = [_voter_result(arrays, npz_path, i, v) for i, v in enumerate(voters)]
     est.n_features_in_ = n_features
     est.seed_ = seed
-    est._set_voters(results, classes, None)
+    est._set_voters(results, classes)
     for pipe in est.estimators_:
         if pipe[0].n_features_in_ != n_features or pipe[-1].coef_.shape[1] != \
                 pipe[0]._n_features_out:
