@@ -349,3 +349,65 @@ class MemorySampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+# --------------------------------------------------------------------------- studies
+# The issue studies (issue30_*.py) measure factors one at a time into a resumable
+# runs.csv and generate README.md tables from it, keeping the hand-written conclusion.
+
+
+def read_rows(path):
+    """The rows of a study's ``runs.csv``, as dicts of strings."""
+    import csv
+
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def mean_sd(values):
+    """``"mean ± sd"`` of ``values`` (sd with ddof 1; the mean alone for one value)."""
+    values = np.asarray(values, dtype=float)
+    if len(values) > 1:
+        return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
+    return f"{values.mean():.2f}" if len(values) else ""
+
+
+def run_study(out, fields, key, produce, readme, *, from_csv=False, hide=("machine",)):
+    """Append what ``produce(done)`` yields to ``out/runs.csv``, then write ``out/README.md``.
+
+    ``done`` holds the ``key(row)`` of every row already measured (``produce`` skips
+    them, so a rerun resumes); each row is flushed as it comes. Rows written under an older
+    column set are rewritten under ``fields`` first. ``README.md`` becomes
+    ``readme(rows, conclusion)``, where ``conclusion`` is the ``## Conclusion`` section of
+    the README already there (written by hand after a run), or ``""``. ``from_csv`` only
+    rewrites the README.
+    """
+    import csv
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "runs.csv"
+    if not from_csv:
+        old = read_rows(path) if path.exists() else []
+        if old and list(old[0]) != list(fields):
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=fields)
+                writer.writeheader()
+                writer.writerows(old)
+        done = {key(r) for r in old}
+        with open(path, "a", newline="") as f:  # resumes: measured rows are kept
+            writer = csv.DictWriter(f, fieldnames=fields)
+            if not old:
+                writer.writeheader()
+            for row in produce(done):
+                writer.writerow(row)
+                f.flush()
+                done.add(key(row))
+                print({k: v for k, v in row.items() if k not in hide}, flush=True)
+    conclusion = ""
+    readme_path = out / "README.md"
+    if readme_path.exists() and "## Conclusion" in readme_path.read_text():
+        text = readme_path.read_text()
+        conclusion = text[text.index("## Conclusion"):]
+    readme_path.write_text(readme(read_rows(path), conclusion))
+    print(f"wrote {readme_path}")

@@ -106,7 +106,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
@@ -114,7 +113,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # srf_review_grid, its neighbour
-from _common import machine_cores  # noqa: E402
+from _common import machine_cores, mean_sd, read_rows, run_study  # noqa: E402
 
 USPS_DEGREES = (3, 7, 10, 20)
 #: the D the review's Table 1 prints (2^9 .. 2^14), and one power of two below
@@ -511,18 +510,6 @@ def mnist_rows(machine, done):
                "seconds": time.perf_counter() - start}
 
 
-def _read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _mean_sd(values):
-    values = np.asarray(values, dtype=float)
-    if len(values) > 1:
-        return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
-    return f"{values.mean():.2f}" if len(values) else ""
-
-
 def _printed_d(row, params):
     """The D a Table 1 row is printed under: its note's "D printed as 2^j" (published.csv
     files the column at the printed D or at the D run; the note names the printed one)."""
@@ -539,7 +526,7 @@ def review_table1():
 
     path = Path(dkrp.experiments.__file__).with_name("published.csv")
     srf, exact = {}, {}
-    for r in _read(path):
+    for r in read_rows(path):
         if (r["source"], r["table"], r["dataset"], r["metric"]) != ("srf-review", "Table 1",
                                                                      "usps", "accuracy"):
             continue
@@ -668,7 +655,7 @@ def _d_lines(exact, srf, review_srf, review_exact):
         for D in TABLE_D:
             review, sd = review_srf[(p, D)]
             full, run = srf.get((p, D), []), srf.get((p, D // k), [])
-            cells = [f"{_mean_sd(v)} ({len(v)})" if v else "" for v in (full, run)]
+            cells = [f"{mean_sd(v)} ({len(v)})" if v else "" for v in (full, run)]
             diffs = [f"{review - np.mean(v):+.2f}" if v else "" for v in (full, run)]
             residuals = [f"{review - np.mean(v) - gap:+.2f}" if v else "" for v in (full, run)]
             lines.append(f"| {p} | {D} | {D // k} | {review:.2f} ± {sd:g} | {cells[0]} | "
@@ -701,7 +688,7 @@ def review_times():
 
     path = Path(dkrp.experiments.__file__).with_name("published.csv")
     times, sds = {}, {}
-    for r in _read(path):
+    for r in read_rows(path):
         if (r["source"], r["table"], r["dataset"], r["method"], r["metric"]) == (
                 "srf-review", "Table 1", "usps", "srf", "seconds"):
             params = dict(item.split("=") for item in r["params"].split(";"))
@@ -754,9 +741,9 @@ def _hypotheses_readme(rows, usps):
             if not any(got):
                 continue
             ref = review.get((p, D), (None,))[0]
-            cells = [f"{_mean_sd(v)} ({len(v)})" if v else "" for v in got]
+            cells = [f"{mean_sd(v)} ({len(v)})" if v else "" for v in got]
             if got[1]:
-                cells[1] = f"{_mean_sd(got[1])} ({len(got[1])}; {not_converged[(p, D)]})"
+                cells[1] = f"{mean_sd(got[1])} ({len(got[1])}; {not_converged[(p, D)]})"
             diffs = [f"{ref - np.mean(v):+.2f}" if v and ref is not None else "" for v in got]
             lines.append(f"| {p} | {D} | {'' if ref is None else f'{ref:.2f}'} | "
                          + " | ".join(cells + diffs) + " |")
@@ -870,7 +857,7 @@ def _surrogate_lines(rows, acc, review):
             ref = review.get((p, D), (None,))[0]
             ours = acc.get(("svm-features", "srf", p, D), [np.nan])
             lines.append(f"| {p} | {label} | {s} | {float(mse):.1e} | {D} | {ref:.2f} | "
-                         f"{np.mean(ours):.2f} | {_mean_sd(values)} | "
+                         f"{np.mean(ours):.2f} | {mean_sd(values)} | "
                          f"{ref - np.mean(values):+.2f} | "
                          f"{' '.join(f'{v:.2f}' for v in values)} |")
     if mixed:
@@ -890,7 +877,7 @@ def _surrogate_lines(rows, acc, review):
             ours = acc.get(("svm-features", "srf", MIXTURE_DEGREE, D), [np.nan])
             lines.append(f"| {name} | {float(mse):.1e} | "
                          f"{'yes' if float(mse) < 1e-2 else 'no'} | {D} | {ref:.2f} | "
-                         f"{np.mean(ours):.2f} | {_mean_sd(values)} | "
+                         f"{np.mean(ours):.2f} | {mean_sd(values)} | "
                          f"{ref - np.mean(values):+.2f} | "
                          f"{' '.join(f'{v:.2f}' for v in values)} |")
     return lines
@@ -912,7 +899,7 @@ def _half_d_lines(usps, review_srf):
         for D in TABLE_D:
             ref, sd = review_srf[(p, D)]
             run, half = srf.get((p, D // k), []), srf.get((p, D // 2), [])
-            cells = [f"{_mean_sd(v)} ({len(v)})" if v else "" for v in (run, half)]
+            cells = [f"{mean_sd(v)} ({len(v)})" if v else "" for v in (run, half)]
             d = [ref - np.mean(v) if v else None for v in (run, half)]
             if d[1] is not None:
                 diffs.setdefault(p >= 7, []).append((d[0], d[1], sd, p, D))
@@ -950,13 +937,13 @@ def _mnist_readme(rows):
                   f"{MNIST_CV['folds']}-fold CV on {MNIST_CV['rows']:,} training rows from "
                   f"{', '.join(f'{c:g}' for c in MNIST_CV['grid'])} (`svm-cv`), over map seeds "
                   f"{', '.join(r['seed'] for r in rows if r['factor'] == 'svm-cv')}: "
-                  f"{_mean_sd(cv)} (n = {len(cv)}, range {min(cv):.2f} to {max(cv):.2f})."]
+                  f"{mean_sd(cv)} (n = {len(cv)}, range {min(cv):.2f} to {max(cv):.2f})."]
     experiment = [float(r["accuracy"]) for r in rows if r["pixels"] == "x/127.5-1"
                   and r["standardize"] == "True" and float(r["C"]) == 0.01]
     if experiment:
         lines += ["", f"The experiment's protocol over map seeds "
                   f"{', '.join(sorted({r['seed'] for r in rows if r['pixels'] == 'x/127.5-1' and r['standardize'] == 'True'}))}"  # noqa: E501
-                  f": {_mean_sd(experiment)} (n = {len(experiment)}, range "
+                  f": {mean_sd(experiment)} (n = {len(experiment)}, range "
                   f"{min(experiment):.2f} to {max(experiment):.2f})."]
     return lines + [""]
 
@@ -995,32 +982,12 @@ def main(argv=None):
     parser.add_argument("--from-csv", action="store_true",
                         help="only rewrite README.md from the folder's runs.csv")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "runs.csv"
-    if not args.from_csv:
+    def produce(done):
         machine = machine_cores()
-        old = _read(path) if path.exists() else []
-        if old and list(old[0]) != FIELDS:  # rows of an older column set: rewrite them
-            with open(path, "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=FIELDS)
-                writer.writeheader()
-                writer.writerows(old)
-        done = {_key(r) for r in old}
-        with open(path, "a", newline="") as f:  # resumes: measured rows are kept
-            writer = csv.DictWriter(f, fieldnames=FIELDS)
-            if not done:
-                writer.writeheader()
-            for part in args.parts:
-                for row in PARTS[part](machine, done):
-                    writer.writerow(row)
-                    f.flush()
-                    print({k: v for k, v in row.items() if k != "machine"}, flush=True)
-    conclusion = ""
-    old = args.out / "README.md"
-    if old.exists() and "## Conclusion" in old.read_text():
-        conclusion = old.read_text()[old.read_text().index("## Conclusion"):]
-    (args.out / "README.md").write_text(readme(_read(path), conclusion))
-    print(f"wrote {args.out / 'README.md'}")
+        for part in args.parts:
+            yield from PARTS[part](machine, done)
+
+    run_study(args.out, FIELDS, _key, produce, readme, from_csv=args.from_csv, hide=("machine",))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ Run from the repository root, one thread::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -56,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_cores  # noqa: E402
+from _common import machine_cores, mean_sd, run_study  # noqa: E402
 
 #: the paper's triple (published.csv, experiment ``spe``) and dkrp's ``spe`` run
 #: (results/spe/summary.md: random_state 1, map seed 0)
@@ -196,18 +195,6 @@ PARTS = {"seeds": seeds_rows, "bracket": bracket_rows, "map-seeds": map_seed_row
 # --------------------------------------------------------------------------- README
 
 
-def _read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _mean_sd(values):
-    values = np.asarray(values, dtype=float)
-    if len(values) > 1:
-        return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
-    return f"{values.mean():.2f}" if len(values) else ""
-
-
 def _table(rows):
     """``{(data json, map_seed): {method: accuracy}}``; the exact SVM under every map seed."""
     exact = {r["data"]: float(r["cv_accuracy"]) for r in rows if r["method"] == METHODS[0]}
@@ -305,14 +292,14 @@ def _seeds_lines(rows, table, n):
     def values(m, group=None):
         return [a[m] for a in (per.values() if group is None else group) if m in a]
 
-    drops = [_mean_sd([a[METHODS[0]] - a[m] for a in per.values()
+    drops = [mean_sd([a[METHODS[0]] - a[m] for a in per.values()
                        if m in a and METHODS[0] in a]) for m in ASYMMETRIC]
     adjacent = [per[rs] for rs in per if geometry[rs] == "adjacent"]
     for label, group in (("all", None), ("adjacent", adjacent)):
-        drops = [_mean_sd([a[METHODS[0]] - a[m] for a in (group or per.values())
+        drops = [mean_sd([a[METHODS[0]] - a[m] for a in (group or per.values())
                            if m in a and METHODS[0] in a]) for m in ASYMMETRIC]
         lines.append(f"| mean ± sd | {label} | "
-                     f"{' | '.join(_mean_sd(values(m, group)) for m in METHODS)} | "
+                     f"{' | '.join(mean_sd(values(m, group)) for m in METHODS)} | "
                      f"{' | '.join(drops)} | |")
         lines.append(f"| range | {label} | " + " | ".join(
             f"{min(values(m, group)):.2f} – {max(values(m, group)):.2f}"
@@ -340,7 +327,7 @@ def _seeds_lines(rows, table, n):
     if len(per) > 5:
         first = [per[rs] for rs in range(5) if rs in per]
         lines.append("- random_state 0-4 only: " + "; ".join(
-            f"{SHORT[m]} {_mean_sd(values(m, first))} (range {min(values(m, first)):.2f} – "
+            f"{SHORT[m]} {mean_sd(values(m, first))} (range {min(values(m, first)):.2f} – "
             f"{max(values(m, first)):.2f})" for m in METHODS) + ".")
     return lines + [""]
 
@@ -375,7 +362,7 @@ def _map_seed_lines(rows):
         lines.append(f"| {s} | " + " | ".join(f"{by[s][m]:.2f}" if m in by[s] else ""
                                               for m in ASYMMETRIC) + " |")
     lines.append("| mean ± sd | " + " | ".join(
-        _mean_sd([by[s][m] for s in by if m in by[s]]) for m in ASYMMETRIC) + " |")
+        mean_sd([by[s][m] for s in by if m in by[s]]) for m in ASYMMETRIC) + " |")
     return lines + [""]
 
 
@@ -451,29 +438,13 @@ def main(argv=None):
     parser.add_argument("--from-csv", action="store_true",
                         help="only rewrite README.md from the folder's runs.csv")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "runs.csv"
-    if not args.from_csv:
+    def produce(done):
         machine = machine_cores()
-        old = _read(path) if path.exists() else []
-        done = {_key(r) for r in old}
-        with open(path, "a", newline="") as f:  # resumes: measured rows are kept
-            writer = csv.DictWriter(f, fieldnames=FIELDS)
-            if not old:
-                writer.writeheader()
-            for part in args.parts:
-                for row in PARTS[part](machine, done, args.n_samples):
-                    writer.writerow(row)
-                    f.flush()
-                    done.add(_key(row))
-                    print({k: v for k, v in row.items() if k not in ("machine", "data")},
-                          flush=True)
-    conclusion = ""
-    old = args.out / "README.md"
-    if old.exists() and "## Conclusion" in old.read_text():
-        conclusion = old.read_text()[old.read_text().index("## Conclusion"):]
-    (args.out / "README.md").write_text(readme(_read(path), conclusion))
-    print(f"wrote {args.out / 'README.md'}")
+        for part in args.parts:
+            yield from PARTS[part](machine, done, args.n_samples)
+
+    run_study(args.out, FIELDS, _key, produce, readme, from_csv=args.from_csv,
+              hide=("machine", "data"))
 
 
 if __name__ == "__main__":

@@ -78,7 +78,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 import time
@@ -87,7 +86,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_cores  # noqa: E402
+from _common import machine_cores, run_study  # noqa: E402
 
 #: (label, method, degree, k, p, t, paper mean, paper sd, dkrp's REPRODUCTION.md cell)
 ROWS = (
@@ -374,11 +373,6 @@ def nystroem_rows(machine, done):
                        "p": pools[reading].shape[0]}
 
 
-def _read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def _ms(values, digits=4):
     v = np.asarray(values, dtype=float)
     if len(v) > 1:
@@ -537,27 +531,12 @@ def main(argv=None):
     parser.add_argument("--from-csv", action="store_true",
                         help="only rewrite README.md from the folder's runs.csv")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "runs.csv"
-    if not args.from_csv:
+    def produce(done):
         machine = machine_cores()
-        old = _read(path) if path.exists() else []
-        done = {_key(r) for r in old}
-        with open(path, "a", newline="") as f:  # resumes: measured rows are kept
-            writer = csv.DictWriter(f, fieldnames=FIELDS)
-            if not old:
-                writer.writeheader()
-            for part in args.parts:
-                for row in PARTS[part](machine, done):
-                    writer.writerow(row)
-                    f.flush()
-                    print({k: v for k, v in row.items() if k != "machine"}, flush=True)
-    conclusion = ""
-    old = args.out / "README.md"
-    if old.exists() and "## Conclusion" in old.read_text():
-        conclusion = old.read_text()[old.read_text().index("## Conclusion"):]
-    (args.out / "README.md").write_text(readme(_read(path), conclusion))
-    print(f"wrote {args.out / 'README.md'}")
+        for part in args.parts:
+            yield from PARTS[part](machine, done)
+
+    run_study(args.out, FIELDS, _key, produce, readme, from_csv=args.from_csv, hide=("machine",))
 
 
 if __name__ == "__main__":
