@@ -411,3 +411,28 @@ def run_study(out, fields, key, produce, readme, *, from_csv=False, hide=("machi
         conclusion = text[text.index("## Conclusion"):]
     readme_path.write_text(readme(read_rows(path), conclusion))
     print(f"wrote {readme_path}")
+
+
+def study_main(argv, doc, *, out, parts, default_parts, fields, key, readme,
+               hide=("machine",), add_arguments=None, part_args=lambda args: ()):
+    """The command line of an issue study: ``--out``, ``--parts`` (of ``parts``, a dict of
+    ``name -> rows(machine, done, *part_args(args))``), ``--from-csv`` and whatever
+    ``add_arguments(parser)`` adds; then :func:`run_study`."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path(out),
+                        help="folder for runs.csv and README.md")
+    parser.add_argument("--parts", nargs="+", choices=sorted(parts),
+                        default=list(default_parts), help="what to measure")
+    parser.add_argument("--from-csv", action="store_true",
+                        help="only rewrite README.md from the folder's runs.csv")
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+
+    def produce(done):
+        machine = machine_cores()
+        for part in args.parts:
+            yield from parts[part](machine, done, *part_args(args))
+
+    run_study(args.out, fields, key, produce, readme, from_csv=args.from_csv, hide=hide)

@@ -105,7 +105,6 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -113,7 +112,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # srf_review_grid, its neighbour
-from _common import machine_cores, mean_sd, read_rows, run_study  # noqa: E402
+from _common import mean_sd, read_rows, study_main  # noqa: E402
 
 USPS_DEGREES = (3, 7, 10, 20)
 #: the D the review's Table 1 prints (2^9 .. 2^14), and one power of two below
@@ -972,22 +971,9 @@ PARTS = {"usps": usps_rows, "usps-fit": usps_fit_rows, "mnist": mnist_rows,
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("results/issue30-gaps"),
-                        help="folder for runs.csv and README.md")
-    parser.add_argument("--parts", nargs="+", choices=sorted(PARTS),
-                        default=["usps", "usps-fit", "mnist", "usps-hypotheses"],
-                        help="what to measure")
-    parser.add_argument("--from-csv", action="store_true",
-                        help="only rewrite README.md from the folder's runs.csv")
-    args = parser.parse_args(argv)
-    def produce(done):
-        machine = machine_cores()
-        for part in args.parts:
-            yield from PARTS[part](machine, done)
-
-    run_study(args.out, FIELDS, _key, produce, readme, from_csv=args.from_csv, hide=("machine",))
+    study_main(argv, __doc__, out="results/issue30-gaps", parts=PARTS,
+               default_parts=["usps", "usps-fit", "mnist", "usps-hypotheses"],
+               fields=FIELDS, key=_key, readme=readme)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ Run from the repository root, one thread::
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -55,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_cores, mean_sd, run_study  # noqa: E402
+from _common import mean_sd, study_main  # noqa: E402
 
 #: the paper's triple (published.csv, experiment ``spe``) and dkrp's ``spe`` run
 #: (results/spe/summary.md: random_state 1, map seed 0)
@@ -426,25 +425,17 @@ def readme(rows, conclusion=""):
     return text + ("\n" + conclusion if conclusion else "")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("results/issue30-spe-synthetic"),
-                        help="folder for runs.csv and README.md")
-    parser.add_argument("--parts", nargs="+", choices=sorted(PARTS),
-                        default=["seeds", "bracket", "map-seeds"], help="what to measure")
+def _add_arguments(parser):
     parser.add_argument("--n-samples", type=int, default=10000,
                         help="points per data set (the paper's 10,000; less for a smoke test)")
-    parser.add_argument("--from-csv", action="store_true",
-                        help="only rewrite README.md from the folder's runs.csv")
-    args = parser.parse_args(argv)
-    def produce(done):
-        machine = machine_cores()
-        for part in args.parts:
-            yield from PARTS[part](machine, done, args.n_samples)
 
-    run_study(args.out, FIELDS, _key, produce, readme, from_csv=args.from_csv,
-              hide=("machine", "data"))
+
+def main(argv=None):
+    study_main(argv, __doc__, out="results/issue30-spe-synthetic", parts=PARTS,
+               default_parts=["seeds", "bracket", "map-seeds"],
+               fields=FIELDS, key=_key, readme=readme,
+               hide=("machine", "data"), add_arguments=_add_arguments,
+               part_args=lambda args: (args.n_samples,))
 
 
 if __name__ == "__main__":

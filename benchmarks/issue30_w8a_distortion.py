@@ -77,7 +77,6 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -86,7 +85,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_cores, run_study  # noqa: E402
+from _common import study_main  # noqa: E402
 
 #: (label, method, degree, k, p, t, paper mean, paper sd, dkrp's REPRODUCTION.md cell)
 ROWS = (
@@ -521,22 +520,9 @@ PARTS = {"samples": samples_rows, "prp": prp_rows, "scaling": scaling_rows,
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("results/issue30-w8a-distortion"),
-                        help="folder for runs.csv and README.md")
-    parser.add_argument("--parts", nargs="+", choices=sorted(PARTS),
-                        default=["samples", "prp", "scaling", "nystroem"],
-                        help="what to measure")
-    parser.add_argument("--from-csv", action="store_true",
-                        help="only rewrite README.md from the folder's runs.csv")
-    args = parser.parse_args(argv)
-    def produce(done):
-        machine = machine_cores()
-        for part in args.parts:
-            yield from PARTS[part](machine, done)
-
-    run_study(args.out, FIELDS, _key, produce, readme, from_csv=args.from_csv, hide=("machine",))
+    study_main(argv, __doc__, out="results/issue30-w8a-distortion", parts=PARTS,
+               default_parts=["samples", "prp", "scaling", "nystroem"],
+               fields=FIELDS, key=_key, readme=readme)
 
 
 if __name__ == "__main__":
