@@ -344,7 +344,7 @@ def test_the_demo_runs_on_the_given_cluster_quietly_into_a_new_workdir_and_again
         assert {k: rows[0][k] for k in ("accuracy", "f1_macro")} == _sklearn_scores(y_test,
                                                                                     raw)
         out, err = capfd.readouterr()
-        assert "%" not in out + err  # no progress bars unless asked for
+        assert "featurize:" not in out + err  # no progress bars (tqdm's) unless asked for
 
         # again, on all the digits: the demo replaces its own stores
         again = run_demo(workdir=workdir, client=connect, exact=False, max_iter=3)
