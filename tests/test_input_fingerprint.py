@@ -405,5 +405,7 @@ def test_a_run_interrupted_before_its_edge_rows_arrived_still_resumes(tmp_path):
         assert _attrs(out)["input"] == input_fingerprint(X)
         finished = int(np.asarray(zarr.open_array(str(out / "done"), mode="r")[:]).sum())
         summary = write_features(X, _krp(), out, client=inproc, progress=False)
-    assert finished >= 1 and summary["chunks_skipped"] == finished
+    # a chunk still in flight when the client was interrupted may land after `finished`
+    # was read (seen on one CPU): the next run keeps it too
+    assert finished >= 1 and summary["chunks_skipped"] >= finished
     assert np.array_equal(open_features(out).Z.compute(), _krp().transform(X.compute()))
