@@ -364,12 +364,12 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
-def mean_sd(values):
+def mean_sd(values, digits=2):
     """``"mean ± sd"`` of ``values`` (sd with ddof 1; the mean alone for one value)."""
     values = np.asarray(values, dtype=float)
     if len(values) > 1:
-        return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}"
-    return f"{values.mean():.2f}" if len(values) else ""
+        return f"{values.mean():.{digits}f} ± {values.std(ddof=1):.{digits}f}"
+    return f"{values.mean():.{digits}f}" if len(values) else ""
 
 
 def run_study(out, fields, key, produce, readme, *, from_csv=False, hide=("machine",)):

@@ -85,7 +85,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import study_main  # noqa: E402
+from _common import mean_sd, study_main  # noqa: E402
 
 #: (label, method, degree, k, p, t, paper mean, paper sd, dkrp's REPRODUCTION.md cell)
 ROWS = (
@@ -372,18 +372,17 @@ def nystroem_rows(machine, done):
                        "p": pools[reading].shape[0]}
 
 
-def _ms(values, digits=4):
-    v = np.asarray(values, dtype=float)
-    if len(v) > 1:
-        return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}"
-    return f"{v.mean():.{digits}f}" if len(v) else ""
+def _ms(values):
+    return mean_sd(values, digits=4)
 
 
 def _verdict(ours, paper, sd_paper):
-    """REPRODUCTION.md's band: |ours - paper| <= 2 sqrt(s_paper^2 + s_ours^2)."""
+    """REPRODUCTION.md's verdict (:func:`dkrp.experiments.report.verdict`) of ``ours``."""
+    from dkrp.experiments.report import verdict
+
     v = np.asarray(ours, dtype=float)
-    sd = v.std(ddof=1) if len(v) > 1 else 0.0
-    return "agrees" if abs(v.mean() - paper) <= 2 * math.hypot(sd_paper, sd) else "differs"
+    return verdict(paper, sd_paper, v.mean(), v.std(ddof=1) if len(v) > 1 else 0.0,
+                   "distortion")
 
 
 def _samples_readme(rows):
