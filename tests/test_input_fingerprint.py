@@ -10,6 +10,7 @@ so the next run resumes.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import dask.array as da
@@ -139,6 +140,29 @@ def test_a_failed_run_on_a_cluster_records_its_fingerprint_so_the_next_resumes(t
     assert summary["chunks_skipped"] == int(done.sum())
     assert summary["chunks_skipped"] + summary["chunks_written"] == 10
     assert np.array_equal(open_features(out).Z.compute(), _krp().transform(data))
+
+
+def test_a_failed_run_on_a_cluster_leaves_a_store_that_no_longer_changes(tmp_path, client):
+    # the run's cancellation reaches each worker by the scheduler; a write queued there
+    # (or about to be sent) when the run raised must not start afterwards. Without the
+    # barrier (dkrp.feature_store.tasks._cancellation_barrier) 12 of 200 such runs had a
+    # done marker appear after the raise (issue 28's CI failure of 2026-12-02); a loop,
+    # because one run catches it about one time in 16
+    data = np.random.default_rng(2).standard_normal((1000, 12))
+    changed = []
+    for trial, row in enumerate(np.random.default_rng(8).integers(100, 1000, size=30)):
+        bad = data.copy()
+        bad[row, 2] = np.nan
+        out = tmp_path / f"f{trial}.zarr"
+        with pytest.raises(ValueError, match=f"global row {row}"):
+            write_features(da.from_array(bad, chunks=(100, 12)), _krp(), out,
+                           client=client, progress=False)
+        done = np.asarray(zarr.open_array(str(out / "done"), mode="r")[:])
+        time.sleep(0.3)
+        later = np.asarray(zarr.open_array(str(out / "done"), mode="r")[:])
+        if not np.array_equal(done, later):
+            changed.append((int(row), done.tolist(), later.tolist()))
+    assert not changed
 
 
 def test_a_store_of_another_job_stopped_before_recording_its_input_is_not_restarted(tmp_path):

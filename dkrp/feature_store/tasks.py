@@ -300,11 +300,14 @@ def _settle(client, prefix: str, timeout: float) -> None:
     Cancelling a future does not stop a task a worker is already running (dask cannot
     interrupt a thread); the task finishes, and here writes its chunk and its done
     marker. A run that raises first would leave a store still changing under its
-    caller. Gives up after ``timeout`` seconds (a hung write), logging the keys.
+    caller. First waits until every worker has heard of the cancellation
+    (:func:`_cancellation_barrier`), so that no cancelled write starts later. Gives up
+    after ``timeout`` seconds (a hung write), logging the keys.
     """
     import time
 
     deadline = time.monotonic() + timeout
+    _cancellation_barrier(client, deadline)
     running = []
     while True:
         try:
@@ -318,6 +321,50 @@ def _settle(client, prefix: str, timeout: float) -> None:
     if running:
         logger.warning("%d cancelled chunk writes still running after %.0f s: %s",
                        len(running), timeout, ", ".join(sorted(running)[:5]))
+
+
+def _cancellation_barrier(client, deadline: float) -> None:
+    """Return once every worker has taken in the cancellation sent before this call.
+
+    ``Client.cancel`` reaches the scheduler over the client's message stream, and the
+    scheduler tells each worker over that worker's stream; ``Client.run`` takes another
+    path and can overtake both, finding a cancelled write still queued on a worker that
+    starts it right after. A task sent to each worker now follows the same two streams,
+    behind the cancellation: once it has run there, that worker runs no queued write,
+    only the ones that already held a thread.
+    """
+    import time
+    from uuid import uuid4
+
+    futures = {}
+    try:
+        workers = list(client.nthreads())
+        futures = {
+            client.submit(_barrier_task, key=f"dkrp-settle-{uuid4().hex}-{i}",
+                          workers=[w], allow_other_workers=False, pure=False): w
+            for i, w in enumerate(workers)
+        }
+    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone: nothing to wait for
+        logger.info("could not send the workers a barrier: %r", exc)
+        return
+    waiting = dict(futures)
+    try:
+        while waiting and time.monotonic() < deadline:
+            waiting = {f: w for f, w in waiting.items() if f.status == "pending"}
+            if waiting:
+                # a worker that left will never run its barrier, nor any write
+                alive = set(client.nthreads())
+                waiting = {f: w for f, w in waiting.items() if w in alive}
+                time.sleep(0.02)
+    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone
+        logger.info("could not wait for the workers' barrier: %r", exc)
+    finally:
+        for future in futures:
+            future.release()
+
+
+def _barrier_task() -> None:
+    """Nothing: a task whose having run on a worker is the message (:func:`_settle`)."""
 
 
 def _running_keys(prefix: str, dask_worker=None) -> list[str]:
