@@ -10,6 +10,7 @@ import re
 import threading
 from pathlib import Path
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -255,6 +256,27 @@ def test_retries_and_failures_naming_the_partition_on_the_local_scheduler(tmp_pa
                        progress=False, retries=1)
     with pytest.raises(ValueError, match="retries must be >= 0"):
         write_features(X, _krp(), tmp_path / "x.zarr", progress=False, retries=-1)
+
+
+def test_a_failed_run_on_the_local_scheduler_leaves_a_store_that_no_longer_changes(
+        tmp_path, data):
+    # partition 0 fails at once while partitions 1-3 sleep before their maps: the run
+    # raises only once those have written and marked their chunks (dask alone raised
+    # first: 8 of 10 failing runs had a done marker appear after the error)
+    from dkrp.feature_store import PartitionError
+    from dkrp.testing.faulty import FaultyProjection
+
+    faulty = FaultyProjection(n_components=40, n_hyperplanes=80, random_state=3,
+                              fault="oserror", trigger=float(data[0, 0]), times=0,
+                              state_dir=str(tmp_path / "state"), delay=0.4).fit_n_features(12)
+    out = tmp_path / "f.zarr"
+    with dask.config.set(scheduler="threads", num_workers=4), \
+            pytest.raises(PartitionError, match="^Partition 0 "):
+        write_features(da.from_array(data, chunks=(250, 12)), faulty, out, progress=False)
+    done = zarr.open_array(str(out / "done"), mode="r")[:].tolist()
+    assert done == [0, 1, 1, 1]  # (4 threads: every other partition had started)
+    threading.Event().wait(0.6)
+    assert zarr.open_array(str(out / "done"), mode="r")[:].tolist() == done
 
 
 def test_resume_removes_temporary_files_of_killed_writers(tmp_path, data, caplog):

@@ -145,7 +145,7 @@ def test_a_failed_run_on_a_cluster_records_its_fingerprint_so_the_next_resumes(t
 def test_a_failed_run_on_a_cluster_leaves_a_store_that_no_longer_changes(tmp_path, client):
     # the run's cancellation reaches each worker by the scheduler; a write queued there
     # (or about to be sent) when the run raised must not start afterwards. Without the
-    # barrier (dkrp.feature_store.tasks._cancellation_barrier) 12 of 200 such runs had a
+    # barrier (dkrp._settled._cancellation_barrier) 12 of 200 such runs had a
     # done marker appear after the raise (issue 28's CI failure of 2026-12-02); a loop,
     # because one run catches it about one time in 16
     data = np.random.default_rng(2).standard_normal((1000, 12))

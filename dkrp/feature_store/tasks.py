@@ -26,6 +26,7 @@ from .._blockwise import (
     transform_partition,
 )
 from .._chunks import ChunkFile, is_one_chunk, write_rows, writes_raw_chunks
+from .._settled import compute_settled, settle
 from .._validation import check_finite_rows
 from ..errors import Message, Param, PartitionError, PartitionInputError
 from .encoding import encode_block
@@ -220,7 +221,7 @@ def run_chunk_writes(X, projector, dtype, path, todo, client, progress, n_chunks
                 )
                 for i in todo
             ]
-            dask.compute(*tasks)
+            compute_settled(*tasks)
             for _ in tasks:
                 report()
             return
@@ -284,94 +285,10 @@ def run_chunk_writes(X, projector, dtype, path, todo, client, progress, n_chunks
                 # its chunk: wait for those, so that the store the caller sees (done
                 # markers, `dkrp info`) no longer changes once this run has raised.
                 # Not on Ctrl-C: the user asked to stop now, and a rerun resumes anyway
-                _settle(client, f"dkrp-write-{token}-", SETTLE_SECONDS)
+                settle(client, f"dkrp-write-{token}-")
     finally:
         if bar is not None:
             bar.close()
-
-
-#: How long a failed run waits for its cancelled, still-running writes to finish.
-SETTLE_SECONDS = 60.0
-
-
-def _settle(client, prefix: str, timeout: float) -> None:
-    """Wait until no worker runs a task whose key starts with ``prefix``.
-
-    Cancelling a future does not stop a task a worker is already running (dask cannot
-    interrupt a thread); the task finishes, and here writes its chunk and its done
-    marker. A run that raises first would leave a store still changing under its
-    caller. First waits until every worker has heard of the cancellation
-    (:func:`_cancellation_barrier`), so that no cancelled write starts later. Gives up
-    after ``timeout`` seconds (a hung write), logging the keys.
-    """
-    import time
-
-    deadline = time.monotonic() + timeout
-    _cancellation_barrier(client, deadline)
-    running = []
-    while True:
-        try:
-            running = [k for keys in client.run(_running_keys, prefix).values() for k in keys]
-        except Exception as exc:  # noqa: BLE001 - e.g. a worker gone: nothing to wait for there
-            logger.info("could not ask the workers what they still run: %r", exc)
-            return
-        if not running or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    if running:
-        logger.warning("%d cancelled chunk writes still running after %.0f s: %s",
-                       len(running), timeout, ", ".join(sorted(running)[:5]))
-
-
-def _cancellation_barrier(client, deadline: float) -> None:
-    """Return once every worker has taken in the cancellation sent before this call.
-
-    ``Client.cancel`` reaches the scheduler over the client's message stream, and the
-    scheduler tells each worker over that worker's stream; ``Client.run`` takes another
-    path and can overtake both, finding a cancelled write still queued on a worker that
-    starts it right after. A task sent to each worker now follows the same two streams,
-    behind the cancellation: once it has run there, that worker runs no queued write,
-    only the ones that already held a thread.
-    """
-    import time
-    from uuid import uuid4
-
-    futures = {}
-    try:
-        workers = list(client.nthreads())
-        futures = {
-            client.submit(_barrier_task, key=f"dkrp-settle-{uuid4().hex}-{i}",
-                          workers=[w], allow_other_workers=False, pure=False): w
-            for i, w in enumerate(workers)
-        }
-    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone: nothing to wait for
-        logger.info("could not send the workers a barrier: %r", exc)
-        return
-    waiting = dict(futures)
-    try:
-        while waiting and time.monotonic() < deadline:
-            waiting = {f: w for f, w in waiting.items() if f.status == "pending"}
-            if waiting:
-                # a worker that left will never run its barrier, nor any write
-                alive = set(client.nthreads())
-                waiting = {f: w for f, w in waiting.items() if w in alive}
-                time.sleep(0.02)
-    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone
-        logger.info("could not wait for the workers' barrier: %r", exc)
-    finally:
-        for future in futures:
-            future.release()
-
-
-def _barrier_task() -> None:
-    """Nothing: a task whose having run on a worker is the message (:func:`_settle`)."""
-
-
-def _running_keys(prefix: str, dask_worker=None) -> list[str]:
-    """Keys starting with ``prefix`` that this worker is running (cancelled ones too)."""
-    # all_running_tasks holds executing and long-running tasks, cancelled or not
-    return [str(ts.key) for ts in dask_worker.state.all_running_tasks
-            if str(ts.key).startswith(prefix)]
 
 
 def attempts_allowed(exc, retries, client) -> int:

@@ -76,6 +76,7 @@ from .._chunks import (
 )
 from .._chunks import repair_hint as _repair_hint
 from .._chunks import with_checksum as _with_checksum
+from .._settled import compute_settled
 from .._store import check_store, write_attrs
 from ..errors import (
     ChunkError,
@@ -294,7 +295,7 @@ def write_dense_blocks(reader, reader_args, n_samples, chunk_rows, store, dtype,
              label_dtype, display, columns)
         for r0 in range(0, n_samples, chunk_rows)
     ]
-    dask.compute(*tasks, scheduler=scheduler)
+    compute_settled(*tasks, scheduler=scheduler)
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 import zarr
 from sklearn.datasets import load_svmlight_file
 
+from .._settled import compute_settled
 from ..errors import InputChangedError, InvalidInputError, Message, Param
 from ._common import compression_suffix, nonfinite_message, open_maybe_compressed
 from .dataset_store import (
@@ -349,7 +350,7 @@ def _ingest_libsvm_text(
                 storage, store, chunk_rows, label_dtype.name,
             )
         )
-    dask.compute(*tasks, scheduler=scheduler)
+    compute_settled(*tasks, scheduler=scheduler)
     info = {
         "n_samples": n_samples,
         "n_features": n_features,

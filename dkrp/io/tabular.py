@@ -16,6 +16,7 @@ import numpy as np
 import zarr
 from dask.base import tokenize
 
+from .._settled import compute_settled
 from ..errors import InputChangedError, InvalidInputError, Message, MissingDependencyError, Param
 from ._common import (
     array_from_blocks,
@@ -305,7 +306,7 @@ def _ingest_csv_on_cluster(source, tmp, group, header, features, chunk_rows, dty
             stop = int(offsets[r1]) if r1 < n_samples else size
             tasks.append(write(str(path), int(offsets[r0]), stop, list(header), features,
                                label_column, dtype.name, str(tmp), r0, r1 - r0))
-        labels = dask.compute(*tasks, scheduler=scheduler)
+        labels = compute_settled(*tasks, scheduler=scheduler)
     finally:
         if path != Path(source) and path.exists():
             path.unlink()

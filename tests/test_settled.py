@@ -1,0 +1,99 @@
+"""compute_settled: a failed computation of writing tasks raises only once none of them runs.
+
+Three writers sleep, then write a file; a fourth task fails at once. dask alone raises
+while the writers sleep, and their files appear after the caller has the error (the
+store a failed run leaves would still change, and a build's deleted sibling would be
+written into again). With ``compute_settled`` the started writers have ended, so
+their files are there when the error arrives, and nothing changes afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import dask
+import pytest
+
+from dkrp._settled import compute_settled
+
+DELAY = 0.4
+
+
+def _write_after(path: str, delay: float) -> str:
+    time.sleep(delay)
+    Path(path).write_text("written")
+    return path
+
+
+def _fail() -> None:
+    raise ValueError("bad block")
+
+
+def _tasks(tmp_path):
+    write = dask.delayed(_write_after, pure=False)
+    writers = [write(str(tmp_path / f"w{i}"), DELAY) for i in range(3)]
+    return [dask.delayed(_fail, pure=False)(), *writers]
+
+
+def _written(tmp_path):
+    return sorted(p.name for p in tmp_path.iterdir())
+
+
+def _raises_once_settled(tmp_path, **kwargs):
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="bad block"):
+        compute_settled(*_tasks(tmp_path), **kwargs)
+    assert time.monotonic() - start >= DELAY  # it waited for the writers
+    written = _written(tmp_path)
+    time.sleep(DELAY + 0.2)
+    assert _written(tmp_path) == written  # nothing was still running
+    return written
+
+
+@pytest.mark.parametrize("how", ["default", "threads", "num_workers"])
+def test_a_failure_on_dask_threads_is_raised_once_the_started_writers_end(tmp_path, how):
+    kwargs = {"scheduler": "threads"} if how == "threads" else {}
+    with dask.config.set(num_workers=4 if how == "num_workers" else None,
+                         scheduler="threads" if how == "num_workers" else None):
+        written = _raises_once_settled(tmp_path, **kwargs)
+    # (4 threads or more, as on any machine with 4 CPUs: every writer had started)
+    if how == "num_workers":
+        assert written == ["w0", "w1", "w2"]
+
+
+def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path):
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=1, threads_per_worker=4, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as in_process:
+        written = _raises_once_settled(tmp_path, scheduler=in_process)
+        # the failed computation is forgotten: nothing of it is left on the cluster
+        assert not in_process.run_on_scheduler(_dkrp_or_writer_tasks)
+    assert written == ["w0", "w1", "w2"]
+
+
+def _dkrp_or_writer_tasks(dask_scheduler=None):
+    return [str(k) for k in dask_scheduler.tasks
+            if "_write_after" in str(k) or str(k).startswith("dkrp-settle-")]
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_results_come_back_in_order(scheduler):
+    double = dask.delayed(lambda x: 2 * x, pure=True)
+    assert compute_settled(*[double(i) for i in range(5)], scheduler=scheduler) == (
+        0, 2, 4, 6, 8)
+
+
+def test_results_come_back_in_order_on_a_cluster():
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    double = dask.delayed(lambda x: 2 * x, pure=True)
+    with start_local_cluster(n_workers=1, threads_per_worker=2, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as in_process:
+        assert compute_settled(*[double(i) for i in range(5)], scheduler=in_process) == (
+            0, 2, 4, 6, 8)
