@@ -19,7 +19,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dkrp.errors import InvalidInputError
-from dkrp.linear_svm import PrimalLinearSVC
+from dkrp.linear_svm import _BLOCK_BYTES, PrimalLinearSVC
 
 
 def _objective_and_gradient(X, y_pm, w, b, C):
@@ -378,3 +378,43 @@ def test_the_newton_step_length_minimises_the_objective_along_the_step(digits, p
         _, g0 = _objective_and_gradient(X, y_pm, np.zeros_like(w), 0.0, C)
         w1 = np.append(w, b)
         assert abs(g @ w1) <= 1e-9 * np.linalg.norm(g0) * np.linalg.norm(w1)
+
+
+def _plain_cg(A, b, relative):
+    """Unpreconditioned CG on ``A d = b`` from 0 until ``‖b - A d‖ <= relative ‖b‖``: (d, steps)."""
+    d, r = np.zeros_like(b), b.copy()
+    p = r.copy()
+    for step in range(1, len(b) + 1):
+        Ap = A @ p
+        a = (r @ r) / (p @ Ap)
+        d += a * p
+        r_next = r - a * Ap
+        if np.linalg.norm(r_next) <= relative * np.linalg.norm(b):
+            return d, step
+        p = r_next + (r_next @ r_next) / (r @ r) * p
+        r = r_next
+    raise AssertionError("CG did not converge")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=1
+def test_the_first_newton_direction_uses_the_rows_of_every_cache_block(digits):
+    # random features of the digits read in row blocks of 1 MiB (873 rows of 150 float64
+    # features): 2 x 873 - 1 rows leave a last block of 872, nearly half of the rows. At
+    # w = 0 every row is active, so the first Newton system is (I + 2C [X 1]^T [X 1]) d =
+    # 2C [X 1]^T y over all of them. The test's own CG to liblinear's 0.1 gives d; the
+    # exact line search only scales it, so the first iterate is parallel to d (up to
+    # rounding: a few CG steps in float64). A Hessian product that loses a block's rows
+    # turns the direction (one CG step would not show it: its direction is the gradient's)
+    X, y = digits
+    rows = _BLOCK_BYTES // (150 * 8)
+    rng = np.random.default_rng(0)
+    Z = np.cos(X @ rng.normal(scale=0.1, size=(X.shape[1], 150)) + rng.uniform(0, 6.3, 150))
+    Z, y_pm = Z[:2 * rows - 1], np.where(y[:2 * rows - 1] % 2 == 1, 1.0, -1.0)
+    C = 0.1
+    A = np.column_stack([Z, np.ones(len(Z))])
+    d, steps = _plain_cg(np.eye(A.shape[1]) + 2.0 * C * A.T @ A, 2.0 * C * A.T @ y_pm, 0.1)
+    assert steps >= 2
+    model = PrimalLinearSVC(C=C, max_iter=1, precondition="none").fit(Z, y_pm)
+    w1 = np.append(model.coef_[0], model.intercept_[0])
+    assert model.n_cg_iter_ == steps
+    np.testing.assert_allclose(w1 / np.linalg.norm(w1), d / np.linalg.norm(d), atol=1e-9)

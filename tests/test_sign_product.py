@@ -15,6 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 import dkrp
+from dkrp.errors import InvalidInputError
 from dkrp.features import sign_product as spe_mod
 from dkrp.features.sign_product import (
     asymmetric_kernel_estimate,
@@ -603,3 +604,59 @@ def test_pack_signs_of_one_row():
     assert np.array_equal(pack_signs(B[1]), pack_signs(B)[1])
     with pytest.raises(ValueError, match=r"^n_components must be >= 1, got 0\.$"):
         dkrp.SignProductEmbedding(n_components=0).fit(B)
+
+
+@pytest.mark.parametrize("m", [13, 16])
+def test_bits_kernel_estimate_is_the_mean_product_of_the_decoded_signs(m):
+    # a user's m need not be a multiple of 8: the XOR/popcount estimate is the definition
+    # (1/m) psi(X) psi(Y)^T over the m signs, not over the 8 ceil(m/8) bits of the bytes
+    # (whose padding bits always agree and would pull every estimate towards 1). Both
+    # sides are integers over m, so they are equal exactly when the signs are decoded in
+    # float64, unpack_bits' documented default
+    X, Y = _points(n=7, seed=11), _points(n=4, seed=12)
+    est = dkrp.SignProductEmbedding(n_components=m, random_state=4).fit(X)
+    bits_X, bits_Y = est.transform_bits(X), est.transform_bits(Y)
+    signs_X, signs_Y = unpack_bits(bits_X, m), unpack_bits(bits_Y, m)
+    assert signs_X.dtype == np.float64
+    estimate = bits_kernel_estimate(bits_X, bits_Y, m)
+    assert estimate.shape == (7, 4)
+    assert np.array_equal(estimate, signs_X @ signs_Y.T / m)
+
+
+def test_bits_kernel_estimate_refuses_what_unpack_bits_refuses_and_ignores_padding():
+    # bits received from elsewhere: another m than the bytes hold (13 signs in 2 bytes
+    # read as 5 would give estimates outside [-1, 1]), a wider integer type (256 would
+    # wrap to 0), one row for a matrix; and set padding bits, which unpack_bits ignores
+    X = _points(n=3, seed=13)
+    bits = dkrp.SignProductEmbedding(n_components=13, random_state=0).fit(X).transform_bits(X)
+    with pytest.raises(InvalidInputError, match=r"^bits_X has 2 bytes per row, but 5 "):
+        bits_kernel_estimate(bits, bits, 5)
+    with pytest.raises(InvalidInputError, match=r"^bits_X must be uint8 .*got int64"):
+        bits_kernel_estimate(bits.astype(np.int64), bits, 13)
+    with pytest.raises(InvalidInputError, match=r"^bits_Y must be uint8"):
+        bits_kernel_estimate(bits, bits.astype(np.int16), 13)
+    with pytest.raises(InvalidInputError, match="must be 2D"):
+        bits_kernel_estimate(bits[0], bits, 13)
+    with pytest.raises(ValueError, match="n_components must be >= 1"):
+        bits_kernel_estimate(bits, bits, 0)
+    padded = bits.copy()
+    padded[:, -1] |= 0b111  # the 3 padding bits after 13 = 8 + 5 signs
+    signs = unpack_bits(bits, 13)
+    assert np.array_equal(unpack_bits(padded, 13), signs)
+    assert np.array_equal(bits_kernel_estimate(padded, bits, 13), signs @ signs.T / 13)
+
+
+def test_received_squared_norms_scale_each_rows_bit_features():
+    # a sensor sends the bits of raw rows (norms 0.3 to 3) with their squared norms:
+    # the model reads |x|^2 bit_features(x), row by row (so <B(x_i), .> estimates
+    # <x_i, x>^2 = |x|^2 <x_i, x/|x|>^2), not |x| or one scale for every row
+    X, y = _quadratic_problem(seed=5)
+    spe = dkrp.SignProductEmbedding(n_components=64, random_state=7).fit(X)
+    clf = dkrp.AsymmetricSketchClassifier(embedding=spe).fit(X[:400], y[:400])
+    raw = X[400:] * np.random.default_rng(6).uniform(0.3, 3.0, size=(200, 1))
+    bits, sq = spe.transform_bits(raw), (raw ** 2).sum(axis=1)
+    w, b = clf.estimator_.coef_.ravel(), clf.estimator_.intercept_[0]
+    on_bits = unpack_bits(bits, 64) @ w * math.pi / (2 * math.sqrt(64))
+    expected = clf.classes_[(sq * on_bits + b > 0).astype(int)]
+    assert np.array_equal(clf.predict_bits(bits, sq_norms=sq), expected)
+    assert np.array_equal(clf.predict_bits(bits), clf.classes_[(on_bits + b > 0).astype(int)])

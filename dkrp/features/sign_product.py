@@ -145,15 +145,8 @@ def unpack_bits(bits, n_components, dtype=np.float64) -> np.ndarray:
     -------
     signs : ndarray of shape (n_samples, n_components), values in {-1, +1}
     """
-    bits = np.asarray(bits)
-    if bits.dtype != np.uint8:
-        raise InvalidInputError(f"bits must be uint8 (numpy.packbits output), got {bits.dtype}.")
     m = check_integer("n_components", n_components, minimum=1)
-    if bits.shape[-1] != n_bytes(m):
-        raise InvalidInputError(
-            f"bits has {bits.shape[-1]} bytes per row, but {m} components take "
-            f"ceil({m}/8) = {n_bytes(m)}."
-        )
+    bits = _checked_bits(bits, m)
     on = np.unpackbits(bits, axis=-1, count=m)
     out = on.astype(dtype)
     out *= 2
@@ -178,15 +171,34 @@ def asymmetric_kernel_estimate(BX, bits_Y) -> np.ndarray:
     return ASYMMETRIC_SCALE / m * (BX @ unpack_bits(bits_Y, m).T)
 
 
+def _checked_bits(bits, m: int, name: str = "bits") -> np.ndarray:
+    """``bits`` as an array, refused unless uint8 with ``ceil(m/8)`` bytes a row."""
+    bits = np.asarray(bits)
+    if bits.dtype != np.uint8:
+        raise InvalidInputError(f"{name} must be uint8 (numpy.packbits output), got {bits.dtype}.")
+    if bits.ndim == 0 or bits.shape[-1] != n_bytes(m):
+        width = "no rows" if bits.ndim == 0 else f"{bits.shape[-1]} bytes per row"
+        raise InvalidInputError(
+            f"{name} has {width}, but {m} components take ceil({m}/8) = {n_bytes(m)}."
+        )
+    return bits
+
+
 def bits_kernel_estimate(bits_X, bits_Y, n_components) -> np.ndarray:
     r"""``(1/m) ψ(X) ψ(Y)^T`` from packed bits (by XOR and popcount).
 
-    Unbiased for :func:`sign_kernel`, :math:`(1 - 2\theta/\pi)^2`.
+    Unbiased for :func:`sign_kernel`, :math:`(1 - 2\theta/\pi)^2`. Padding bits are
+    ignored, as by :func:`unpack_bits`.
     """
-    bits_X, bits_Y = np.asarray(bits_X, np.uint8), np.asarray(bits_Y, np.uint8)
-    m = int(n_components)
-    # padding bits are 0 in both, so they never differ
-    hamming = np.bitwise_count(bits_X[:, None, :] ^ bits_Y[None, :, :]).sum(-1, dtype=np.int64)
+    m = check_integer("n_components", n_components, minimum=1)
+    bits_X, bits_Y = _checked_bits(bits_X, m, "bits_X"), _checked_bits(bits_Y, m, "bits_Y")
+    if bits_X.ndim != 2 or bits_Y.ndim != 2:
+        raise InvalidInputError(
+            f"bits_X and bits_Y must be 2D (rows of packed bits), got {bits_X.ndim}D and "
+            f"{bits_Y.ndim}D.")
+    differ = bits_X[:, None, :] ^ bits_Y[None, :, :]
+    differ[..., -1] &= np.uint8((0xFF << (8 * n_bytes(m) - m)) & 0xFF)  # drop padding bits
+    hamming = np.bitwise_count(differ).sum(-1, dtype=np.int64)
     return (m - 2 * hamming) / m
 
 
