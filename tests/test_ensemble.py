@@ -133,6 +133,28 @@ def test_string_labels_and_binary_problems(digits):
     assert model.score(Xte[keep_te], names[yte[keep_te]]) > 0.95
 
 
+@pytest.mark.parametrize("voting", ["hard", "soft"])
+def test_binary_decision_function_is_positive_for_the_second_class_as_in_scikit_learn(
+        digits, voting):
+    # a user ranks rows by decision_function (roc_auc_score, a threshold of their own):
+    # for two classes it is one column, the score of classes_[1] (scikit-learn's rule, and
+    # each voter's own), so it is the voters' mean decision function and the soft vote
+    # predicts classes_[1] exactly where it is positive
+    from sklearn.metrics import roc_auc_score
+
+    Xtr, ytr, Xte, yte = digits
+    keep, keep_te = np.isin(ytr, (3, 8)), np.isin(yte, (3, 8))
+    model = RandomFeatureVotingClassifier(n_voters=3, n_components=50, random_state=0,
+                                          voting=voting).fit(Xtr[keep], ytr[keep])
+    scores = model.decision_function(Xte[keep_te])
+    expected = np.mean([p.decision_function(Xte[keep_te]) for p in model.estimators_], axis=0)
+    np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-12)
+    if voting == "soft":
+        assert np.array_equal(model.predict(Xte[keep_te]), model.classes_[(scores > 0) * 1])
+    # better than chance at ranking the rows of classes_[1] first (a sign flip is worse)
+    assert roc_auc_score(yte[keep_te] == model.classes_[1], scores) > 0.5
+
+
 # -- accuracy on real data -----------------------------------------------------------------
 
 
@@ -1055,6 +1077,28 @@ def test_cli_predict_warns_of_test_labels_the_model_never_saw(digits, tmp_path):
     assert r.output.index("warning:") < r.output.index("\naccuracy ")
     same = evaluate(model, Xte, np.where(yte < 5, -1, 1))
     assert same["unseen_classes"] == [] and same["n_unseen"] == 0
+
+
+def test_evaluate_scores_the_soft_vote_of_a_soft_voting_model(digits):
+    # dkrp predict prints evaluate's accuracy and writes its y_pred: for a soft-voting
+    # model they are the model's own predictions (the mean decision function's argmax),
+    # not the majority of its voters' labels, for numpy and dask input alike
+    from sklearn.metrics import accuracy_score
+
+    from dkrp.ensemble import evaluate
+
+    Xtr, ytr, Xte, yte = digits
+    model = RandomFeatureVotingClassifier(n_voters=4, n_components=30, random_state=0,
+                                          voting="soft").fit(Xtr, ytr)
+    pred, votes = model.predict(Xte), model.predict_voters(Xte)
+    majority = model.classes_[hard_vote(np.searchsorted(model.classes_, votes), 10)]
+    assert (majority != pred).any()  # the two votes differ on some rows here
+    for X, y in ((Xte, yte), (da.from_array(Xte, chunks=(200, -1)),
+                              da.from_array(yte, chunks=200))):
+        out = evaluate(model, X, y)
+        assert np.array_equal(out["y_pred"], pred)
+        assert np.array_equal(out["votes"], votes)
+        assert out["accuracy"] == accuracy_score(yte, pred)
 
 
 @pytest.mark.cluster

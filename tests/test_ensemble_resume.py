@@ -328,6 +328,50 @@ def test_a_checkpoint_refused_for_another_method_or_classes_names_each_differenc
         RandomFeatureVotingClassifier(classes=[0, 1, 2], **params).fit(X, y, checkpoint=kept)
 
 
+def test_kept_voter_files_that_are_not_that_voters_own_are_trained_again(tmp_path, caplog):
+    # a checkpoint copied between machines by hand: voter 0's arrays were overwritten by
+    # voter 1's (a valid .npz its JSON's SHA-256 does not match) and voter 3's files were
+    # copied in under voter 2's name. Neither is taken for that voter: both are trained
+    # again (with a warning) and the model is the one an uninterrupted fit gives
+    import shutil
+
+    X, y = _data()
+    kept = tmp_path / "kept"
+    template = dkrp.RandomFourierFeatures(n_components=20, gamma=0.5)
+    whole = _model(template).fit(X, y, checkpoint=kept)
+    shutil.copyfile(kept / "voter-1.npz", kept / "voter-0.npz")
+    for ext in ("npz", "json"):
+        shutil.copyfile(kept / f"voter-3.{ext}", kept / f"voter-2.{ext}")
+    done = []
+    with caplog.at_level("WARNING", logger="dkrp.ensemble.checkpoint"):
+        model = _model(template).fit(X, y, checkpoint=kept,
+                                     progress=lambda n, total: done.append((n, total)))
+    assert done == [(2, 4), (3, 4), (4, 4)]  # two kept, two trained again, of four
+    warned = [r.getMessage() for r in caplog.records if "trained again" in r.getMessage()]
+    assert [m.split(" in ")[0] for m in sorted(warned)] == ["voter 0", "voter 2"]
+    _same_voters(model, whole)
+
+
+def test_a_checkpoint_of_other_labels_of_the_same_dask_rows_is_refused(tmp_path):
+    # dkrp train reads a dataset store (dask arrays): the labels re-ingested corrected (the
+    # same rows, the same classes), the same command again must not resume the voters
+    # of the old labels, as it does not for numpy input (above)
+    X, y = _data()
+    kept = tmp_path / "kept"
+    params = {"n_voters": 2, "n_components": 10, "gamma": 0.5, "random_state": 3}
+    Xd = da.from_array(X, chunks=(20, -1))
+    RandomFeatureVotingClassifier(**params).fit(Xd, da.from_array(y, chunks=20),
+                                                checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(data labels_sha256 "):
+        RandomFeatureVotingClassifier(**params).fit(Xd, da.from_array(1 - y, chunks=20),
+                                                    checkpoint=kept)
+    # and the same labels resume (numpy labels with dask rows hash as dask labels do)
+    done = []
+    RandomFeatureVotingClassifier(**params).fit(
+        Xd, y, checkpoint=kept, progress=lambda n, total: done.append((n, total)))
+    assert done == [(2, 2)]  # both voters kept
+
+
 def test_a_directory_of_other_files_is_not_taken_for_a_checkpoint(tmp_path):
     X, y = _data()
     theirs = tmp_path / "theirs"

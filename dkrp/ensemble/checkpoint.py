@@ -41,7 +41,8 @@ def _canonical(value):
 
 def data_identity(X, y) -> dict:
     """What identifies the training data: shape, dtype, and a SHA-256 of all of it
-    (in memory) or of its first and last rows (a dask array, not read in full)."""
+    (in memory), or of X's first and last rows (a dask array, not read in full) and of
+    all of ``y`` (one column: labels corrected in a re-ingested store change it)."""
     from .._validation import is_dask_collection
 
     identity = {"shape": [int(s) for s in X.shape], "dtype": str(X.dtype)}
@@ -49,6 +50,9 @@ def data_identity(X, y) -> dict:
         from ..feature_store.fingerprint import input_fingerprint
 
         identity["edge_rows_sha256"] = input_fingerprint(X)["edge_rows_sha256"]
+        h = hashlib.sha256()
+        _update_labels(h, y.compute() if is_dask_collection(y) else y)
+        identity["labels_sha256"] = h.hexdigest()
         return identity
     h = hashlib.sha256()
     if hasattr(X, "tocsr"):
@@ -57,10 +61,15 @@ def data_identity(X, y) -> dict:
             h.update(np.ascontiguousarray(part).tobytes())
     else:
         h.update(np.ascontiguousarray(X).tobytes())
-    y = np.asarray(y)
-    h.update(y.tobytes() if y.dtype.kind != "O" else repr(y.tolist()).encode())
+    _update_labels(h, y)
     identity["sha256"] = h.hexdigest()
     return identity
+
+
+def _update_labels(h, y) -> None:
+    y = np.asarray(y)
+    h.update(np.ascontiguousarray(y).tobytes() if y.dtype.kind != "O"
+             else repr(y.tolist()).encode())
 
 
 class Checkpoint:
