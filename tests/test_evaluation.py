@@ -58,6 +58,25 @@ def test_the_majority_baseline_is_the_most_frequent_training_label_whatever_it_s
     assert 0.85 < r["majority_accuracy"] < 0.95
 
 
+def test_the_majority_baseline_never_looks_at_the_test_labels():
+    # a test split whose balance differs from the training split's (a drift between them):
+    # the baseline is what predicting the training rows' most frequent class scores on the
+    # test rows, not the best constant on the test rows (that would need their labels)
+    from dask_ml.model_selection import train_test_split
+
+    n = 1200
+    index = da.from_array(np.arange(n), chunks=300)
+    train, test = (np.asarray(part.compute()) for part in train_test_split(
+        index, test_size=0.25, random_state=0, shuffle=True, blockwise=True))
+    y = np.ones(n, dtype=int)
+    y[train[:int(0.6 * len(train))]] = 0  # training rows: 60 % class 0
+    y[test[:int(0.3 * len(test))]] = 0  # test rows: 30 % class 0
+    Z = da.from_array(np.random.default_rng(0).standard_normal((n, 4)), chunks=(300, 4))
+    r = train_on_features(Z, y, classifier="linearsvc", seed=0)
+    assert r["n_test"] == len(test) == 300
+    assert r["majority_accuracy"] == pytest.approx(0.3)  # "always 0", right on 90 of 300
+
+
 def _train_by_hand(Z, y, test_size, seed, C, positive_label=None, max_iter=10000):
     """train_on_features' documented LinearSVC protocol, written out: dask-ml's seeded
     blockwise split, then scaled columns and a seeded LinearSVC; the F1 of the named
@@ -153,6 +172,35 @@ def test_train_on_features_reports_the_f1_the_user_names_or_the_macro_f1_of_many
     assert set(got) == {"classifier", "accuracy", "balanced_accuracy", "majority_accuracy",
                         "f1_macro", "n_train", "n_test", "train_seconds"}
     assert {k: got[k] for k in expected} == pytest.approx(expected)
+
+
+def test_train_on_features_sgd_scales_the_columns_with_the_training_rows_only():
+    # the streamed path's scaler, like LinearSVC's, learns its means and deviations from
+    # the training rows alone: the held-out rows must not shape the model they score.
+    # By hand: dask-ml's seeded split, dask-ml's scaler fitted on the training part, then
+    # the seeded Incremental SGD's five passes (a scaler fitted on every row changes 14 of
+    # the 300 test predictions here)
+    from dask_ml.model_selection import train_test_split
+    from dask_ml.preprocessing import StandardScaler
+    from dask_ml.wrappers import Incremental
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+
+    X, y = _imbalanced_binary()
+    Z = da.from_array(X, chunks=(300, 5))
+    got = train_on_features(Z, y, classifier="sgd")
+    Z_tr, Z_te, y_tr, y_te = train_test_split(Z, da.from_array(y, chunks=300), test_size=0.25,
+                                              random_state=0, shuffle=True, blockwise=True)
+    scaler = StandardScaler().fit(Z_tr)
+    model = Incremental(SGDClassifier(loss="hinge", alpha=1e-4, random_state=0),
+                        random_state=np.random.RandomState(0))
+    for _ in range(5):
+        model.partial_fit(scaler.transform(Z_tr), y_tr, classes=np.array([0, 1]))
+    predicted, y_te = da.compute(model.predict(scaler.transform(Z_te)), y_te)
+    assert got["n_test"] == len(y_te) == 300
+    assert (got["accuracy"], got["balanced_accuracy"], got["f1"]) == pytest.approx(
+        (accuracy_score(y_te, predicted), balanced_accuracy_score(y_te, predicted),
+         f1_score(y_te, predicted, pos_label=1)))
 
 
 def test_train_on_features_auto_gathers_training_features_of_at_most_max_in_memory_bytes():

@@ -235,6 +235,10 @@ def test_cli_refuses_to_replace_a_result_before_any_work(tmp_path, monkeypatch):
         (96.5, None, 97.0, 0.0, "accuracy", "agrees"),     # on half a point
         (10.0, None, 10.9, 0.0, "r2", "agrees"),           # another metric: 10 % relative
         (10.0, None, 12.0, 0.0, "r2", "differs"),
+        # relative bands are a fraction of the paper's value, the same on either side of
+        # it (a fraction of ours would widen the band for results above the paper's)
+        (0.200, None, 0.181, 0.0, "distortion", "agrees"),  # 0.019 <= 0.020 (ours: 0.0181)
+        (0.187, None, 0.206, 0.0, "distortion", "differs"),  # 0.019 > 0.0187 (ours: 0.0206)
     ],
 )
 def test_verdict_bands(paper, paper_std, mean, std, metric, expected):
@@ -307,6 +311,25 @@ def test_report_judges_full_runs_against_the_published_numbers(tmp_path):
                if line.startswith("| Table 11 | covtype | krp-gaussian | degree=2, k=1000, p=500 "
                                   "| test_accuracy"))
     assert "| data not available here |" in row and "dkrp experiment degree-selection" in row
+
+
+def test_report_bands_with_the_spread_of_one_seed_however_many_seeds_were_run(tmp_path):
+    # the paper's ± is the spread of one run of its protocol, so ours must be too: the
+    # sample std over the seeds, not the standard error of their mean, which shrinks as
+    # 1/sqrt(n) and would call more repeats of the same protocol "differs"
+    from dkrp.experiments.report import build_report
+
+    # Table 2, KRP Gaussian, g=2, k=1000, p=976, t=30: 0.059 ± 0.007
+    config = {"dataset": "mnist", "method": "krp-gaussian", "degree": 2, "k": 1000, "p": 976,
+              "t": 30}
+    _full_run(tmp_path, [{**config, "seed": s, "distortion": v}
+                         for s, v in enumerate([0.074, 0.084, 0.104, 0.114])])
+    # mean 0.094, sample std sqrt(0.001 / 3) = 0.0183: |0.094 - 0.059| = 0.035 is inside
+    # 2 sqrt(0.007^2 + 0.0183^2) = 0.039 (with the standard error 0.0091: 0.023, outside)
+    row = _report_row(build_report(tmp_path),
+                      "| Table 2 | mnist | krp-gaussian | degree=2, k=1000, p=976, t=30 | "
+                      "distortion |")
+    assert row[5:8] == ["0.0590 ± 0.0070", "0.0940 ± 0.0183 (n=4)", "agrees"]
 
 
 def _report_row(text, start):

@@ -289,6 +289,25 @@ def test_a_failed_export_leaves_no_file_and_an_old_one_intact(stores, tmp_path, 
         assert (out.parent / "f.y.npy").read_bytes() == b"old labels"
 
 
+@pytest.mark.parametrize("fmt", ["npy", "parquet", "libsvm"])
+def test_an_unfinished_store_is_refused_and_nothing_is_written(tmp_path, fmt):
+    # a featurize that stopped at a bad row leaves chunks unwritten, which Zarr would read
+    # as NaN: an export of it would hand another tool rows that were never computed
+    from dkrp.errors import FeatureStoreError
+
+    X, y = _rows()
+    X[60, 1] = np.nan  # partition 2 (rows 50..74) fails
+    est = dkrp.ExplicitPolynomialProjection(degree=2, n_components=K, random_state=0)
+    with pytest.raises(ValueError, match="row 60"):
+        dkrp.featurize_to_store(da.from_array(X, chunks=(CHUNK, D)), tmp_path / "s.zarr", est,
+                                labels=y, progress=False)
+    out = tmp_path / "out" / f"f.{fmt}"
+    with pytest.raises(FeatureStoreError,
+                       match=r"is incomplete: its run did not finish \(\d of 4 chunks"):
+        export_features(tmp_path / "s.zarr", fmt, out)
+    assert not out.parent.exists() or _files(out.parent) == []
+
+
 def test_an_empty_store_of_dkrp_0_1_0_exports_its_columns_and_no_rows(tmp_path):
     # dkrp 0.1.0 featurized an input without rows into a "complete" store of 0 rows (0.2.0
     # refuses such input): its export is an empty file of the right columns, not an error

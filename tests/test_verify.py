@@ -848,6 +848,30 @@ def test_a_complete_store_that_lost_a_done_marker_file_is_repaired(stores):
     assert store_digest(store) == store_digest(stores / "clean.zarr")
 
 
+def test_a_temporary_file_left_beside_a_missing_chunk_does_not_hide_it(stores):
+    # a repair killed while it rewrote chunk 2: its Z chunk and marker were removed, and
+    # the writer's temporary file "0.<uuid>.partial" is all that is left of the new chunk.
+    # Zarr reads the missing chunk as the fill value: only its file's name says it is gone
+    from dkrp.feature_store import verify_store
+    from dkrp.io import verify_dataset
+
+    store = stores / "f.zarr"
+    (store / "Z" / "c" / "2" / "0").unlink()
+    (store / "done" / "c" / "2").unlink()
+    (store / "Z" / "c" / "2" / "0.0123abcd.partial").write_bytes(b"\0" * 64)
+    report = verify_store(store)
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [
+        ("Z/c/2/0", "missing"), ("done/c/2", "missing")]
+    assert verify_store(store, repair=True)["repaired"] == [2]
+    assert store_digest(store) == store_digest(stores / "clean.zarr")  # the stray file gone
+    # a dataset store has no done markers: its missing chunk must be found by its file alone
+    ds = stores / "x.zarr"
+    (ds / "X" / "c" / "3" / "0").rename(ds / "X" / "c" / "3" / "0.0123abcd.partial")
+    report = verify_dataset(ds)
+    assert not report["ok"]
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("X/c/3/0", "missing")]
+
+
 # -- repairing from a moved or copied input (issue 29, item 3) --------------------------------
 
 
@@ -928,6 +952,30 @@ def test_a_corrupt_done_marker_of_an_unfinished_store_is_bad_not_also_pending(tm
     assert repaired["advice"] == ("The store is incomplete: 1 of 5 chunks are not written "
                                   "yet. Run the same featurize command again to finish it.")
     assert verify_store(store)["bad_chunks"] == [] and verify_store(store)["pending"] == 1
+
+
+def test_a_damaged_label_chunk_of_an_unfinished_store_is_bad_though_its_z_is_pending(labelled):
+    # the labels are written whole before the first chunk of Z: a run killed before chunk 3
+    # still holds chunk 3 of y, and its damage is not "not written yet" (a rerun of
+    # featurize writes Z's chunks, never y's again)
+    from dkrp.feature_store import verify_store
+
+    store = labelled / "f.zarr"
+    meta = json.loads((store / "zarr.json").read_text())
+    meta["attributes"]["complete"] = False
+    (store / "zarr.json").write_text(json.dumps(meta))
+    (store / "Z" / "c" / "3" / "0").unlink()
+    (store / "done" / "c" / "3").unlink()
+    chunk = store / "y" / "c" / "3"
+    flip_byte(chunk, offset=chunk.stat().st_size // 2)
+    report = verify_store(store)
+    assert not report["ok"] and report["bad_labels"] == [3] and report["bad_chunks"] == []
+    assert report["pending"] == 1
+    assert [(p["file"], p["problem"]) for p in report["problems"]] == [("y/c/3", "corrupt")]
+    assert "--repair" in report["advice"]
+    repaired = verify_store(store, repair=True)  # from the recorded input's own labels
+    assert repaired["repaired_labels"] == [3] and repaired["ok"] and repaired["pending"] == 1
+    assert chunk.read_bytes() == (labelled / "clean.zarr" / "y" / "c" / "3").read_bytes()
 
 
 def test_a_label_chunk_whose_file_is_gone_is_still_bad_on_the_recheck_after_a_repair(labelled):
