@@ -9,6 +9,7 @@ their files are there when the error arrives, and nothing changes afterwards.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -78,6 +79,50 @@ def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path)
 def _dkrp_or_writer_tasks(dask_scheduler=None):
     return [str(k) for k in dask_scheduler.tasks
             if "_write_after" in str(k) or str(k).startswith("dkrp-settle-")]
+
+
+class _Concurrency:
+    """How many of its tasks ran at once, at most."""
+
+    def __init__(self):
+        self.lock, self.active, self.most = threading.Lock(), 0, 0
+
+    def task(self, i):
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+        time.sleep(0.15)
+        with self.lock:
+            self.active -= 1
+        return i
+
+
+@pytest.mark.parametrize("num_workers", [None, 1, 3])
+def test_the_thread_pool_has_the_threads_dask_is_configured_with(num_workers):
+    # dask.config's num_workers (a user's setting, or dask's default of one thread a
+    # CPU) sizes the pool that compute_settled makes in place of dask's own
+    from dask.system import CPU_COUNT
+
+    threads = num_workers or CPU_COUNT
+    seen = _Concurrency()
+    tasks = [dask.delayed(seen.task, pure=False)(i) for i in range(threads + 2)]
+    with dask.config.set(num_workers=num_workers):
+        assert compute_settled(*tasks) == tuple(range(threads + 2))
+    assert seen.most == threads
+
+
+def test_ctrl_c_is_raised_at_once_without_waiting_for_the_started_tasks(tmp_path):
+    # the user asked to stop now: the interrupt is not held back for the writers
+    def interrupt():
+        raise KeyboardInterrupt
+
+    write = dask.delayed(_write_after, pure=False)
+    tasks = [dask.delayed(interrupt, pure=False)(),
+             *(write(str(tmp_path / f"w{i}"), 2.0) for i in range(3))]
+    start = time.monotonic()
+    with dask.config.set(num_workers=4), pytest.raises(KeyboardInterrupt):
+        compute_settled(*tasks)
+    assert time.monotonic() - start < 1.5
 
 
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
