@@ -372,6 +372,60 @@ def test_a_checkpoint_of_other_labels_of_the_same_dask_rows_is_refused(tmp_path)
     assert done == [(2, 2)]  # both voters kept
 
 
+def test_a_checkpoint_of_named_classes_resumes_with_the_same_names_only(tmp_path):
+    # labels read as strings (object dtype, made afresh by each run's reader): their
+    # identity is their text, not where the strings live, so the same names resume and
+    # other names are refused
+    X, y = _data()
+    kept = tmp_path / "kept"
+    params = {"n_voters": 2, "n_components": 10, "gamma": 0.5, "random_state": 3}
+
+    def names(labels):
+        return np.array(["".join(["class-", str(v)]) for v in labels], dtype=object)
+
+    RandomFeatureVotingClassifier(**params).fit(X, names(y), checkpoint=kept)
+    with pytest.raises(ValueError, match=r"another training job \(data sha256 "):
+        RandomFeatureVotingClassifier(**params).fit(X, names(1 - y), checkpoint=kept)
+    done = []
+    resumed = RandomFeatureVotingClassifier(**params).fit(
+        X, names(y), checkpoint=kept, progress=lambda n, total: done.append((n, total)))
+    assert done == [(2, 2)]  # both voters kept (their arrays hold no pickle)
+    fresh = RandomFeatureVotingClassifier(**params).fit(X, names(y))
+    assert resumed.classes_.tolist() == fresh.classes_.tolist() == ["class-0", "class-1"]
+    assert resumed.predict(X).tolist() == fresh.predict(X).tolist()
+    # labels that are neither numbers nor strings are refused before any voter trains
+    other = tmp_path / "other"
+    with pytest.raises(ValueError, match="cannot be kept in a checkpoint without pickle"):
+        RandomFeatureVotingClassifier(**params).fit(
+            X, np.array([(v,) for v in y] + [None], dtype=object)[:-1], checkpoint=other)
+    assert not other.exists()
+
+
+@pytest.mark.parametrize("dask_input", [False, True])
+def test_the_checkpoints_data_identity_is_the_documented_digest(tmp_path, dask_input):
+    # what a checkpoint's job.json says of its data, by its definition (shape, dtype and
+    # SHA-256 of the rows and labels; of dask input, the edge rows' digest and one of
+    # the labels): a checkpoint written by an earlier version of the same job resumes
+    import hashlib
+    import json
+
+    from dkrp.feature_store.fingerprint import input_fingerprint
+
+    X, y = _data()
+    kept = tmp_path / "kept"
+    params = {"n_voters": 2, "n_components": 10, "gamma": 0.5, "random_state": 3}
+    Xd = da.from_array(X, chunks=(20, -1)) if dask_input else X
+    RandomFeatureVotingClassifier(**params).fit(Xd, y, checkpoint=kept)
+    data = json.loads((kept / "job.json").read_text())["data"]
+    expected = {"shape": [80, 5], "dtype": "float64"}
+    if dask_input:
+        expected["edge_rows_sha256"] = input_fingerprint(Xd)["edge_rows_sha256"]
+        expected["labels_sha256"] = hashlib.sha256(y.tobytes()).hexdigest()
+    else:
+        expected["sha256"] = hashlib.sha256(X.tobytes() + y.tobytes()).hexdigest()
+    assert data == expected
+
+
 def test_a_directory_of_other_files_is_not_taken_for_a_checkpoint(tmp_path):
     X, y = _data()
     theirs = tmp_path / "theirs"

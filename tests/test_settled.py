@@ -125,6 +125,21 @@ def test_ctrl_c_is_raised_at_once_without_waiting_for_the_started_tasks(tmp_path
     assert time.monotonic() - start < 1.5
 
 
+def test_the_scheduler_asked_for_or_configured_is_the_one_that_runs_the_tasks():
+    # scheduler="sync" runs in the calling thread; a thread pool a user configured
+    # (dask.config "pool") is used as dask would use it, not replaced
+    from concurrent.futures import ThreadPoolExecutor
+
+    where = dask.delayed(lambda: threading.current_thread().name, pure=False)
+    assert compute_settled(where(), scheduler="sync") == (threading.current_thread().name,)
+    with dask.config.set(scheduler="sync"):
+        assert compute_settled(where()) == (threading.current_thread().name,)
+    with ThreadPoolExecutor(1, thread_name_prefix="users-pool") as pool, \
+            dask.config.set(pool=pool):
+        (name,) = compute_settled(where())
+    assert name.startswith("users-pool")
+
+
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
 def test_results_come_back_in_order(scheduler):
     double = dask.delayed(lambda x: 2 * x, pure=True)

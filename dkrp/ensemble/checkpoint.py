@@ -166,7 +166,7 @@ class Checkpoint:
         npz = self.directory / f"voter-{i}.npz"
         tmp = self.directory / f".voter-{i}.tmp.npz"
         np.savez(tmp, coef=result["coef"], intercept=result["intercept"],
-                 classes=np.asarray(result["classes"]))
+                 classes=storable_classes(result["classes"]))
         os.replace(tmp, npz)
         meta = {"index": i, "spec": result["spec"], "model_class": result["model_class"],
                 "model_params": result["model_params"],
@@ -184,6 +184,24 @@ class Checkpoint:
             self.directory.rmdir()
         except OSError:  # someone else's file is in there: left as it is
             logger.warning("%s holds files dkrp did not write; left in place", self.directory)
+
+
+def storable_classes(classes) -> np.ndarray:
+    """``classes`` as an array ``.npz`` holds without pickle: strings of an object array
+    become a unicode array (what a reader of text labels gives), numbers stay as they are.
+
+    Raises
+    ------
+    dkrp.errors.InvalidInputError
+        Labels that are neither numbers nor all strings.
+    """
+    classes = np.asarray(classes)
+    if classes.dtype.kind == "O" and all(isinstance(c, str) for c in classes.tolist()):
+        classes = classes.astype(str)
+    if classes.dtype.kind not in "biufU":
+        raise InvalidInputError(f"Labels of dtype {classes.dtype} cannot be kept in a "
+                                "checkpoint without pickle; use integer or string labels.")
+    return classes
 
 
 def _write_atomically(path, data: bytes):

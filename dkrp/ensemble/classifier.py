@@ -256,8 +256,10 @@ class RandomFeatureVotingClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _checkpoint(self, directory, template, X, y, classes):
-        from .checkpoint import Checkpoint, data_identity
+        from .checkpoint import Checkpoint, data_identity, storable_classes
         from .persistence import jsonable_params
+
+        storable_classes(classes)  # refused before any work, not as the first voter ends
 
         job = {"params": jsonable_params(self), "template": template.get_params(deep=False),
                "template_class": type(template).__name__, "data": data_identity(X, y),
