@@ -45,7 +45,7 @@ def _raises_once_settled(tmp_path, **kwargs):
     start = time.monotonic()
     with pytest.raises(ValueError, match="bad block"):
         compute_settled(*_tasks(tmp_path), **kwargs)
-    assert time.monotonic() - start >= DELAY  # it waited for the writers
+    assert DELAY <= time.monotonic() - start < DELAY + 10  # it waited for the writers only
     written = _written(tmp_path)
     time.sleep(DELAY + 0.2)
     assert _written(tmp_path) == written  # nothing was still running
@@ -68,7 +68,8 @@ def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path)
 
     from dkrp.parallel import start_local_cluster
 
-    with start_local_cluster(n_workers=1, threads_per_worker=4, processes=False) as cluster, \
+    # 8 threads: the barrier finds a thread free at once; what waits is the polling
+    with start_local_cluster(n_workers=1, threads_per_worker=8, processes=False) as cluster, \
             Client(cluster, set_as_default=False) as in_process:
         written = _raises_once_settled(tmp_path, scheduler=in_process)
         # the failed computation is forgotten: nothing of it is left on the cluster
@@ -79,6 +80,77 @@ def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path)
 def _dkrp_or_writer_tasks(dask_scheduler=None):
     return [str(k) for k in dask_scheduler.tasks
             if "_write_after" in str(k) or str(k).startswith("dkrp-settle-")]
+
+
+@pytest.fixture
+def in_process_client():
+    from distributed import Client
+
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=1, threads_per_worker=8, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as in_process:
+        yield in_process
+
+
+def _started(in_process, tmp_path, n, delay, prefix):
+    """``n`` tasks keyed ``prefix<i>`` that each touch ``started-<i>``, sleep, then write
+    ``w<i>``; returned once all have started."""
+    def task(i):
+        (tmp_path / f"started-{i}").touch()
+        return _write_after(str(tmp_path / f"w{i}"), delay)
+
+    futures = [in_process.submit(task, i, key=f"{prefix}{i}", pure=False) for i in range(n)]
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("started-*"))) < n:
+        assert time.monotonic() < deadline, "the tasks did not start"
+        time.sleep(0.01)
+    return futures
+
+
+def test_settle_waits_for_the_cancelled_running_tasks_of_a_key_prefix(tmp_path,
+                                                                       in_process_client):
+    # as a feature store's failed run names its writes: by their keys' prefix
+    from dkrp._settled import settle
+
+    futures = _started(in_process_client, tmp_path, 2, DELAY, "dkrp-test-write-")
+    in_process_client.cancel(futures)
+    settle(in_process_client, "dkrp-test-write-")
+    assert sorted(p.name for p in tmp_path.glob("w*")) == ["w0", "w1"]
+
+
+def test_settle_gives_up_after_its_timeout_naming_five_of_the_tasks(tmp_path,
+                                                                     in_process_client,
+                                                                     caplog):
+    # a hung write does not hold the error back for ever: it is logged, with its key
+    from dkrp._settled import settle
+
+    futures = _started(in_process_client, tmp_path, 7, 3.0, "dkrp-test-hung-")
+    in_process_client.cancel(futures)
+    start = time.monotonic()
+    with caplog.at_level("WARNING", logger="dkrp._settled"):
+        settle(in_process_client, {f.key for f in futures}, timeout=1.0)
+    assert 1.0 <= time.monotonic() - start < 2.5
+    assert [r.getMessage() for r in caplog.records] == [
+        "7 cancelled tasks still running after 1 s: "
+        + ", ".join(f"dkrp-test-hung-{i}" for i in range(5))]
+
+
+def test_settle_on_a_closed_client_says_why_it_cannot_wait_and_returns(caplog):
+    from distributed import Client
+
+    from dkrp._settled import settle
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
+        closed = Client(cluster, set_as_default=False)
+        closed.close()
+        with caplog.at_level("INFO", logger="dkrp._settled"):
+            settle(closed, {"any"})
+    messages = [r.getMessage() for r in caplog.records if r.name == "dkrp._settled"]
+    assert [m.split(": ")[0] for m in messages] == [
+        "could not send the workers a barrier", "could not ask the workers what they still run"]
+    assert all("AttributeError" in m for m in messages)
 
 
 class _Concurrency:
