@@ -401,7 +401,7 @@ def test_a_checkpoint_of_named_classes_resumes_with_the_same_names_only(tmp_path
     assert not other.exists()
 
 
-@pytest.mark.parametrize("dask_input", [False, True])
+@pytest.mark.parametrize("dask_input", [False, True, "csr"])
 def test_the_checkpoints_data_identity_is_the_documented_digest(tmp_path, dask_input):
     # what a checkpoint's job.json says of its data, by its definition (shape, dtype and
     # SHA-256 of the rows and labels; of dask input, the edge rows' digest and one of
@@ -414,11 +414,21 @@ def test_the_checkpoints_data_identity_is_the_documented_digest(tmp_path, dask_i
     X, y = _data()
     kept = tmp_path / "kept"
     params = {"n_voters": 2, "n_components": 10, "gamma": 0.5, "random_state": 3}
-    Xd = da.from_array(X, chunks=(20, -1)) if dask_input else X
+    if dask_input == "csr":  # sparse rows: their CSR arrays in turn, then the labels
+        import scipy.sparse as sp
+
+        X[np.abs(X) < 0.8] = 0
+        Xd = sp.csr_matrix(X)
+    else:
+        Xd = da.from_array(X, chunks=(20, -1)) if dask_input else X
     RandomFeatureVotingClassifier(**params).fit(Xd, y, checkpoint=kept)
     data = json.loads((kept / "job.json").read_text())["data"]
     expected = {"shape": [80, 5], "dtype": "float64"}
-    if dask_input:
+    if dask_input == "csr":
+        expected["sha256"] = hashlib.sha256(
+            Xd.indptr.tobytes() + Xd.indices.tobytes() + Xd.data.tobytes() + y.tobytes()
+        ).hexdigest()
+    elif dask_input:
         expected["edge_rows_sha256"] = input_fingerprint(Xd)["edge_rows_sha256"]
         expected["labels_sha256"] = hashlib.sha256(y.tobytes()).hexdigest()
     else:

@@ -639,11 +639,19 @@ def test_bits_kernel_estimate_refuses_what_unpack_bits_refuses_and_ignores_paddi
         bits_kernel_estimate(bits[0], bits, 13)
     with pytest.raises(ValueError, match="n_components must be >= 1"):
         bits_kernel_estimate(bits, bits, 0)
-    padded = bits.copy()
-    padded[:, -1] |= 0b111  # the 3 padding bits after 13 = 8 + 5 signs
-    signs = unpack_bits(bits, 13)
-    assert np.array_equal(unpack_bits(padded, 13), signs)
-    assert np.array_equal(bits_kernel_estimate(padded, bits, 13), signs @ signs.T / 13)
+    with pytest.raises(InvalidInputError, match=r"^bits_Y must be rows of packed bits, got a "
+                                                r"single value\.$"):
+        bits_kernel_estimate(bits, np.uint8(7), 13)
+    # one row of bytes (1D) is checked by its last axis too
+    with pytest.raises(InvalidInputError, match=r"^bits has 2 bytes per row, but 5 "):
+        unpack_bits(bits[0], 5)
+    for m in (13, 21):  # padding in the second and in the third byte
+        bits = dkrp.SignProductEmbedding(n_components=m, random_state=0).fit(X).transform_bits(X)
+        padded = bits.copy()
+        padded[:, -1] |= (1 << (8 * bits.shape[1] - m)) - 1  # the padding bits after m signs
+        signs = unpack_bits(bits, m)
+        assert np.array_equal(unpack_bits(padded, m), signs)
+        assert np.array_equal(bits_kernel_estimate(padded, bits, m), signs @ signs.T / m)
 
 
 def test_received_squared_norms_scale_each_rows_bit_features():

@@ -176,10 +176,12 @@ def _checked_bits(bits, m: int, name: str = "bits") -> np.ndarray:
     bits = np.asarray(bits)
     if bits.dtype != np.uint8:
         raise InvalidInputError(f"{name} must be uint8 (numpy.packbits output), got {bits.dtype}.")
-    if bits.ndim == 0 or bits.shape[-1] != n_bytes(m):
-        width = "no rows" if bits.ndim == 0 else f"{bits.shape[-1]} bytes per row"
+    if bits.ndim == 0:
+        raise InvalidInputError(f"{name} must be rows of packed bits, got a single value.")
+    if bits.shape[-1] != n_bytes(m):
         raise InvalidInputError(
-            f"{name} has {width}, but {m} components take ceil({m}/8) = {n_bytes(m)}."
+            f"{name} has {bits.shape[-1]} bytes per row, but {m} components take "
+            f"ceil({m}/8) = {n_bytes(m)}."
         )
     return bits
 
