@@ -130,17 +130,12 @@ def _cancellation_barrier(client, deadline: float) -> None:
     """
     futures = {}
     try:
-        workers = list(client.nthreads())
         futures = {
             client.submit(_barrier_task, key=f"dkrp-settle-{uuid4().hex}-{i}",
                           workers=[w], allow_other_workers=False, pure=False): w
-            for i, w in enumerate(workers)
+            for i, w in enumerate(client.nthreads())
         }
-    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone: nothing to wait for
-        logger.info("could not send the workers a barrier: %r", exc)
-        return
-    waiting = dict(futures)
-    try:
+        waiting = dict(futures)
         while waiting and time.monotonic() < deadline:
             waiting = {f: w for f, w in waiting.items() if f.status == "pending"}
             if waiting:
@@ -148,7 +143,7 @@ def _cancellation_barrier(client, deadline: float) -> None:
                 alive = set(client.nthreads())
                 waiting = {f: w for f, w in waiting.items() if w in alive}
                 time.sleep(0.02)
-    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone
+    except Exception as exc:  # noqa: BLE001 - e.g. the scheduler gone: nothing to wait for
         logger.info("could not wait for the workers' barrier: %r", exc)
     finally:
         for future in futures:

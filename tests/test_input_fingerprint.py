@@ -142,7 +142,8 @@ def test_a_failed_run_on_a_cluster_records_its_fingerprint_so_the_next_resumes(t
     assert np.array_equal(open_features(out).Z.compute(), _krp().transform(data))
 
 
-def test_a_failed_run_on_a_cluster_leaves_a_store_that_no_longer_changes(tmp_path, client):
+def test_a_failed_run_on_a_cluster_leaves_a_store_that_no_longer_changes(tmp_path, client,
+                                                                          caplog):
     # the run's cancellation reaches each worker by the scheduler; a write queued there
     # (or about to be sent) when the run raised must not start afterwards. Without the
     # barrier (dkrp._settled._cancellation_barrier) 12 of 200 such runs had a
@@ -154,7 +155,8 @@ def test_a_failed_run_on_a_cluster_leaves_a_store_that_no_longer_changes(tmp_pat
         bad = data.copy()
         bad[row, 2] = np.nan
         out = tmp_path / f"f{trial}.zarr"
-        with pytest.raises(ValueError, match=f"global row {row}"):
+        with pytest.raises(ValueError, match=f"global row {row}"), \
+                caplog.at_level("INFO", logger="dkrp._settled"):
             write_features(da.from_array(bad, chunks=(100, 12)), _krp(), out,
                            client=client, progress=False)
         done = np.asarray(zarr.open_array(str(out / "done"), mode="r")[:])
@@ -163,6 +165,8 @@ def test_a_failed_run_on_a_cluster_leaves_a_store_that_no_longer_changes(tmp_pat
         if not np.array_equal(done, later):
             changed.append((int(row), done.tolist(), later.tolist()))
     assert not changed
+    # the barrier and the polling worked every time: neither gave up
+    assert not [r.getMessage() for r in caplog.records if r.name == "dkrp._settled"]
 
 
 def test_a_store_of_another_job_stopped_before_recording_its_input_is_not_restarted(tmp_path):

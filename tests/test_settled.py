@@ -63,7 +63,7 @@ def test_a_failure_on_dask_threads_is_raised_once_the_started_writers_end(tmp_pa
         assert written == ["w0", "w1", "w2"]
 
 
-def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path):
+def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path, caplog):
     from distributed import Client
 
     from dkrp.parallel import start_local_cluster
@@ -71,7 +71,10 @@ def test_a_failure_on_a_cluster_is_raised_once_the_started_writers_end(tmp_path)
     # 8 threads: the barrier finds a thread free at once; what waits is the polling
     with start_local_cluster(n_workers=1, threads_per_worker=8, processes=False) as cluster, \
             Client(cluster, set_as_default=False) as in_process:
-        written = _raises_once_settled(tmp_path, scheduler=in_process)
+        with caplog.at_level("INFO", logger="dkrp._settled"):
+            written = _raises_once_settled(tmp_path, scheduler=in_process)
+        # the barrier and the polling both worked: neither had to give up
+        assert not [r for r in caplog.records if r.name == "dkrp._settled"]
         # the failed computation is forgotten: nothing of it is left on the cluster
         assert not in_process.run_on_scheduler(_dkrp_or_writer_tasks)
     assert written == ["w0", "w1", "w2"]
@@ -149,7 +152,7 @@ def test_settle_on_a_closed_client_says_why_it_cannot_wait_and_returns(caplog):
             settle(closed, {"any"})
     messages = [r.getMessage() for r in caplog.records if r.name == "dkrp._settled"]
     assert [m.split(": ")[0] for m in messages] == [
-        "could not send the workers a barrier", "could not ask the workers what they still run"]
+        "could not wait for the workers' barrier", "could not ask the workers what they still run"]
     assert all("AttributeError" in m for m in messages)
 
 
