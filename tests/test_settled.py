@@ -27,6 +27,11 @@ def _write_after(path: str, delay: float) -> str:
     return path
 
 
+def _touch_then_sleep(path: str, seconds: float) -> None:
+    Path(path).touch()
+    time.sleep(seconds)
+
+
 def _fail() -> None:
     raise ValueError("bad block")
 
@@ -137,6 +142,29 @@ def test_settle_gives_up_after_its_timeout_naming_five_of_the_tasks(tmp_path,
     assert [r.getMessage() for r in caplog.records if r.name == "dkrp._settled"] == [
         "7 cancelled tasks still running after 1 s: "
         + ", ".join(f"dkrp-test-hung-{i}" for i in range(5))]
+
+
+def test_the_barrier_waits_for_a_thread_on_every_worker(tmp_path):
+    # the barrier's task for a worker runs on that worker, behind whatever holds its
+    # thread: with worker A's one thread busy for 0.3 s and worker B idle, the barrier
+    # returns once A has run its task (not at once, as B could run A's for it)
+    from distributed import Client
+
+    from dkrp._settled import _cancellation_barrier
+    from dkrp.parallel import start_local_cluster
+
+    with start_local_cluster(n_workers=2, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as in_process:
+        a = sorted(in_process.nthreads())[0]
+        started = tmp_path / "started"
+        held = in_process.submit(_touch_then_sleep, str(started), 0.3, workers=[a], pure=False)
+        while not started.exists():
+            time.sleep(0.005)
+        start = time.monotonic()
+        _cancellation_barrier(in_process, time.monotonic() + 30)
+        elapsed = time.monotonic() - start
+        held.result()
+    assert 0.2 <= elapsed < 1.0
 
 
 def test_settle_on_a_closed_client_says_why_it_cannot_wait_and_returns(caplog):
