@@ -167,6 +167,35 @@ def test_the_barrier_waits_for_a_thread_on_every_worker(tmp_path):
     assert 0.2 <= elapsed < 1.0
 
 
+def test_the_barrier_sends_one_task_to_each_worker_and_runs_it_there():
+    # a barrier task that ran on another worker would say nothing of its own: each is
+    # pinned to its worker (no loose restriction) and ran there
+    from distributed import Client
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    from dkrp._settled import _cancellation_barrier
+    from dkrp.parallel import start_local_cluster
+
+    class Where(SchedulerPlugin):
+        def __init__(self, scheduler):
+            self.scheduler, self.seen = scheduler, []
+
+        def transition(self, key, start, finish, *args, **kwargs):
+            if str(key).startswith("dkrp-settle-") and finish == "processing":
+                ts = self.scheduler.tasks[key]
+                self.seen.append((ts.worker_restrictions, ts.loose_restrictions,
+                                  ts.processing_on.address))
+
+    with start_local_cluster(n_workers=3, threads_per_worker=1, processes=False) as cluster, \
+            Client(cluster, set_as_default=False) as in_process:
+        where = Where(cluster.scheduler)
+        cluster.scheduler.add_plugin(where, name="dkrp-test-where")
+        _cancellation_barrier(in_process, time.monotonic() + 30)
+        workers = sorted(in_process.nthreads())
+    assert sorted((sorted(r), loose, on) for r, loose, on in where.seen) == [
+        ([w], False, w) for w in workers]
+
+
 def test_settle_on_a_closed_client_says_why_it_cannot_wait_and_returns(caplog):
     from distributed import Client
 
