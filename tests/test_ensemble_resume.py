@@ -401,6 +401,29 @@ def test_a_checkpoint_of_named_classes_resumes_with_the_same_names_only(tmp_path
     assert not other.exists()
 
 
+def test_a_checkpoint_of_a_linear_model_with_numpy_settings_resumes(tmp_path):
+    # a grid search hands the voters' linear model numpy values (np.float32 C, np.int64
+    # max_iter): each kept voter's JSON holds them as plain numbers, and a rerun resumes
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _data()
+    kept = tmp_path / "kept"
+
+    def model():
+        return RandomFeatureVotingClassifier(
+            n_voters=2, n_components=10, gamma=0.5, random_state=3,
+            estimator=LogisticRegression(C=np.float32(0.5), max_iter=np.int64(200)))
+
+    whole = model().fit(X, y, checkpoint=kept)
+    meta = json.loads((kept / "voter-0.json").read_text())
+    assert (meta["model_params"]["C"], meta["model_params"]["max_iter"]) == (0.5, 200)
+    done = []
+    resumed = model().fit(X, y, checkpoint=kept,
+                          progress=lambda n, total: done.append((n, total)))
+    assert done == [(2, 2)]
+    assert np.array_equal(resumed.predict(X), whole.predict(X))
+
+
 @pytest.mark.parametrize("dask_input", [False, True, "csr"])
 def test_the_checkpoints_data_identity_is_the_documented_digest(tmp_path, dask_input):
     # what a checkpoint's job.json says of its data, by its definition (shape, dtype and
