@@ -924,12 +924,17 @@ def _unfinished(tmp_path):
     X = da.from_array(np.random.default_rng(7).standard_normal((230, 6)), chunks=(CHUNK, 6))
     featurize_to_store(X, tmp_path / "f.zarr", _krp(), progress=False)
     store = tmp_path / "f.zarr"
+    _killed_before_chunk_3(store)
+    return store, X
+
+
+def _killed_before_chunk_3(store):
+    """Make ``store`` look as a run killed before chunk 3 leaves it."""
     meta = json.loads((store / "zarr.json").read_text())
     meta["attributes"]["complete"] = False
     (store / "zarr.json").write_text(json.dumps(meta))
     (store / "Z" / "c" / "3" / "0").unlink()
     (store / "done" / "c" / "3").unlink()
-    return store, X
 
 
 def test_a_corrupt_done_marker_of_an_unfinished_store_is_bad_not_also_pending(tmp_path):
@@ -961,11 +966,7 @@ def test_a_damaged_label_chunk_of_an_unfinished_store_is_bad_though_its_z_is_pen
     from dkrp.feature_store import verify_store
 
     store = labelled / "f.zarr"
-    meta = json.loads((store / "zarr.json").read_text())
-    meta["attributes"]["complete"] = False
-    (store / "zarr.json").write_text(json.dumps(meta))
-    (store / "Z" / "c" / "3" / "0").unlink()
-    (store / "done" / "c" / "3").unlink()
+    _killed_before_chunk_3(store)
     chunk = store / "y" / "c" / "3"
     flip_byte(chunk, offset=chunk.stat().st_size // 2)
     report = verify_store(store)
