@@ -36,25 +36,36 @@ def _fail() -> None:
     raise ValueError("bad block")
 
 
+def _start_then_write(started: str, path: str, delay: float) -> str:
+    Path(started).touch()
+    return _write_after(path, delay)
+
+
 def _tasks(tmp_path):
-    write = dask.delayed(_write_after, pure=False)
-    writers = [write(str(tmp_path / f"w{i}"), DELAY) for i in range(3)]
+    write = dask.delayed(_start_then_write, pure=False)
+    writers = [write(str(tmp_path / f"s{i}"), str(tmp_path / f"w{i}"), DELAY)
+               for i in range(3)]
     return [dask.delayed(_fail, pure=False)(), *writers]
 
 
-def _written(tmp_path):
-    return sorted(p.name for p in tmp_path.iterdir())
+def _files(tmp_path, prefix):
+    return sorted(p.name[1:] for p in tmp_path.glob(f"{prefix}*"))
 
 
 def _raises_once_settled(tmp_path, **kwargs):
+    """Compute ``_tasks``, which must raise only once every writer that started has
+    written (however many threads ran them: on one, the failure may come first); then
+    nothing changes. The writers that had started, as ``w<i>``."""
     start = time.monotonic()
     with pytest.raises(ValueError, match="bad block"):
         compute_settled(*_tasks(tmp_path), **kwargs)
-    assert DELAY <= time.monotonic() - start < DELAY + 10  # it waited for the writers only
-    written = _written(tmp_path)
+    elapsed = time.monotonic() - start
+    started, written = _files(tmp_path, "s"), _files(tmp_path, "w")
+    assert written == started  # every writer that started had ended
+    assert elapsed < DELAY * len(started) + 10  # it waited for them only
     time.sleep(DELAY + 0.2)
-    assert _written(tmp_path) == written  # nothing was still running
-    return written
+    assert (_files(tmp_path, "s"), _files(tmp_path, "w")) == (started, written)
+    return [f"w{i}" for i in written]
 
 
 @pytest.mark.parametrize("how", ["default", "threads", "num_workers"])
