@@ -27,11 +27,6 @@ def _write_after(path: str, delay: float) -> str:
     return path
 
 
-def _touch_then_sleep(path: str, seconds: float) -> None:
-    Path(path).touch()
-    time.sleep(seconds)
-
-
 def _fail() -> None:
     raise ValueError("bad block")
 
@@ -56,13 +51,10 @@ def _raises_once_settled(tmp_path, **kwargs):
     """Compute ``_tasks``, which must raise only once every writer that started has
     written (however many threads ran them: on one, the failure may come first); then
     nothing changes. The writers that had started, as ``w<i>``."""
-    start = time.monotonic()
     with pytest.raises(ValueError, match="bad block"):
         compute_settled(*_tasks(tmp_path), **kwargs)
-    elapsed = time.monotonic() - start
     started, written = _files(tmp_path, "s"), _files(tmp_path, "w")
     assert written == started  # every writer that started had ended
-    assert elapsed < DELAY * len(started) + 10  # it waited for them only
     time.sleep(DELAY + 0.2)
     assert (_files(tmp_path, "s"), _files(tmp_path, "w")) == (started, written)
     return [f"w{i}" for i in written]
@@ -146,10 +138,9 @@ def test_settle_gives_up_after_its_timeout_naming_five_of_the_tasks(tmp_path,
 
     futures = _started(in_process_client, tmp_path, 7, 3.0, "dkrp-test-hung-")
     in_process_client.cancel(futures)
-    start = time.monotonic()
     with caplog.at_level("WARNING", logger="dkrp._settled"):
         settle(in_process_client, {f.key for f in futures}, timeout=1.0)
-    assert 1.0 <= time.monotonic() - start < 2.5
+    assert not list(tmp_path.glob("w*"))  # it returned while they still ran
     assert [r.getMessage() for r in caplog.records if r.name == "dkrp._settled"] == [
         "7 cancelled tasks still running after 1 s: "
         + ", ".join(f"dkrp-test-hung-{i}" for i in range(5))]
@@ -167,15 +158,14 @@ def test_the_barrier_waits_for_a_thread_on_every_worker(tmp_path):
     with start_local_cluster(n_workers=2, threads_per_worker=1, processes=False) as cluster, \
             Client(cluster, set_as_default=False) as in_process:
         a = sorted(in_process.nthreads())[0]
-        started = tmp_path / "started"
-        held = in_process.submit(_touch_then_sleep, str(started), 0.3, workers=[a], pure=False)
+        started, ended = tmp_path / "started", tmp_path / "ended"
+        held = in_process.submit(_start_then_write, str(started), str(ended), 0.3,
+                                 workers=[a], pure=False)
         while not started.exists():
             time.sleep(0.005)
-        start = time.monotonic()
         _cancellation_barrier(in_process, time.monotonic() + 30)
-        elapsed = time.monotonic() - start
+        assert ended.exists()  # A's task had ended: A's barrier ran after it
         held.result()
-    assert 0.2 <= elapsed < 1.0
 
 
 def test_the_barrier_sends_one_task_to_each_worker_and_runs_it_there():
@@ -262,10 +252,9 @@ def test_ctrl_c_is_raised_at_once_without_waiting_for_the_started_tasks(tmp_path
     write = dask.delayed(_write_after, pure=False)
     tasks = [dask.delayed(interrupt, pure=False)(),
              *(write(str(tmp_path / f"w{i}"), 2.0) for i in range(3))]
-    start = time.monotonic()
     with dask.config.set(num_workers=4), pytest.raises(KeyboardInterrupt):
         compute_settled(*tasks)
-    assert time.monotonic() - start < 1.5
+    assert not list(tmp_path.glob("w*"))  # raised while they still ran
 
 
 def test_the_scheduler_asked_for_or_configured_is_the_one_that_runs_the_tasks():
